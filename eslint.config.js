@@ -1,0 +1,41 @@
+// Lint rules, including the import boundaries of ARCHITECTURE.md ("What may import what").
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.vcon/**', 'coverage/**', 'tests/bench/results/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  { files: ['src/**/*.ts'], rules: { 'no-console': 'error' } },
+  {
+    files: ['src/domain/**/*.ts'],
+    rules: restrict([{ group: ['express', '@modelcontextprotocol/*', 'postgres', 'pino', '../db/*', '../services/*', '../http/*', '../mcp/*'], message: 'domain imports only zod' }]),
+  },
+  {
+    files: ['src/services/**/*.ts'],
+    rules: restrict([
+      { group: ['express', '@modelcontextprotocol/*', 'postgres'], message: 'services must not import transports or the database driver' },
+      { group: ['../http/*', '../mcp/*'], message: 'services must not import transports' },
+      { group: ['../db/*'], message: 'services use repo interfaces (import type only)', allowTypeImports: true },
+    ]),
+  },
+  {
+    files: ['src/http/**/*.ts', 'src/mcp/**/*.ts'],
+    rules: restrict([
+      { group: ['postgres', '**/db/*', '**/db/**'], message: 'transports call services, never the database' },
+    ]),
+  },
+  {
+    files: ['cli/**/*.ts'],
+    rules: restrict([{ group: ['**/src/http/**', '**/src/mcp/**', '**/src/services/**'], message: 'the launcher uses config and the migration runner, not the server internals' }]),
+  },
+  { files: ['**/*.js', '**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
+);

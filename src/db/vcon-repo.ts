@@ -1,0 +1,181 @@
+import { createHash } from 'node:crypto';
+import type { Db, Sql, TransactionSql } from './client.js';
+import type { Derived, TagRow } from '../domain/derive.js';
+import type { JsonObject, VconKind } from '../domain/vcon.js';
+import type { ListQuery } from '../domain/queries.js';
+
+/** A validated document with its derived rows, ready to store. */
+export interface StoredVcon {
+  uuid: string;
+  kind: VconKind;
+  doc: JsonObject;
+  derived: Derived;
+}
+
+export interface VconRecord {
+  uuid: string;
+  kind: VconKind;
+  doc: JsonObject;
+  created_at: Date;
+  tags_updated_at: Date | null;
+}
+
+export interface ListRow {
+  uuid: string;
+  doc?: JsonObject;
+  subject: string | null;
+  created_at: Date;
+  doc_created_at: string | null;
+  doc_updated_at: string | null;
+  updated_at: Date | null;
+  parties_count: number;
+  dialog_count: number;
+  analysis_count: number;
+  attachments_count: number;
+}
+
+/** Called inside the write transaction after the derived rows are written (search embeddings). */
+export type DerivedWriter = (db: Db, items: StoredVcon[]) => Promise<void>;
+
+const tagsSig = (tags: TagRow[]) =>
+  tags.length === 0
+    ? null
+    : createHash('sha1').update(JSON.stringify([...tags].sort((a, b) => (a.key < b.key ? -1 : 1)))).digest('hex');
+
+/** Escapes LIKE metacharacters so a filter is a plain substring match. */
+export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
+  /** Rewrites every derived row of the given vCons (same transaction as the document write). */
+  async function writeDerived(items: StoredVcon[]): Promise<void> {
+    const uuids = items.map((i) => i.uuid);
+    await db`delete from vcon_parties where vcon_uuid = any(${uuids}::uuid[])`;
+    await db`delete from vcon_dialogs where vcon_uuid = any(${uuids}::uuid[])`;
+    await db`delete from vcon_analyses where vcon_uuid = any(${uuids}::uuid[])`;
+    await db`delete from vcon_attachments where vcon_uuid = any(${uuids}::uuid[])`;
+    await db`delete from vcon_tags where vcon_uuid = any(${uuids}::uuid[])`;
+    await db`delete from search_units where vcon_uuid = any(${uuids}::uuid[])`;
+    const rows = <T extends object>(pick: (d: Derived) => T[]) =>
+      items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r })));
+    // Chunked: postgres.js allows at most 65,534 parameters per statement.
+    const insert = async (table: string, list: object[]) => {
+      if (list.length === 0) return;
+      const width = Object.keys(list[0]).length;
+      const per = Math.max(1, Math.floor(60_000 / width));
+      for (let i = 0; i < list.length; i += per) {
+        await db`insert into ${db(table)} ${db(list.slice(i, i + per) as Record<string, unknown>[])}`;
+      }
+    };
+    await insert('vcon_parties', rows((d) => d.parties));
+    await insert('vcon_dialogs', rows((d) => d.dialogs));
+    await insert('vcon_analyses', rows((d) => d.analyses));
+    await insert('vcon_attachments', rows((d) => d.attachments));
+    await insert('vcon_tags', rows((d) => d.tags));
+    await insert('search_units', rows((d) => d.units));
+    for (const w of extraWriters) await w(db, items);
+  }
+
+  return {
+    /**
+     * Inserts or replaces documents and rewrites their derived rows. Returns, per uuid, whether it
+     * was newly created. tags_updated_at moves only when the set of tags changed.
+     */
+    async upsert(items: StoredVcon[]): Promise<Map<string, boolean>> {
+      if (items.length === 0) return new Map();
+      const col = <T>(f: (i: StoredVcon) => T) => items.map(f);
+      const result = await db<{ uuid: string; created: boolean }[]>`
+        insert into vcons as v (uuid, doc, kind, subject, created_at, updated_at,
+          parties_count, dialog_count, analysis_count, attachments_count, tags_sig, tags_updated_at)
+        select u.uuid, u.doc, u.kind, u.subject, u.created_at, u.updated_at, u.pc, u.dc, u.ac, u.tc, u.sig,
+               case when u.sig is null then null else now() end
+        from unnest(
+          ${col((i) => i.uuid)}::uuid[], ${col((i) => i.doc) as never}::json[], ${col((i) => i.kind)}::text[],
+          ${col((i) => i.derived.subject)}::text[], ${col((i) => i.derived.created_at.toISOString())}::timestamptz[],
+          ${col((i) => i.derived.updated_at?.toISOString() ?? null)}::timestamptz[],
+          ${col((i) => i.derived.counts.parties)}::int[], ${col((i) => i.derived.counts.dialog)}::int[],
+          ${col((i) => i.derived.counts.analysis)}::int[], ${col((i) => i.derived.counts.attachments)}::int[],
+          ${col((i) => tagsSig(i.derived.tags))}::text[]
+        ) as u(uuid, doc, kind, subject, created_at, updated_at, pc, dc, ac, tc, sig)
+        on conflict (uuid) do update set
+          doc = excluded.doc, kind = excluded.kind, subject = excluded.subject,
+          created_at = excluded.created_at, updated_at = excluded.updated_at,
+          parties_count = excluded.parties_count, dialog_count = excluded.dialog_count,
+          analysis_count = excluded.analysis_count, attachments_count = excluded.attachments_count,
+          tags_sig = excluded.tags_sig,
+          tags_updated_at = case
+            when excluded.tags_sig is null then null
+            when excluded.tags_sig is distinct from v.tags_sig then now()
+            else v.tags_updated_at end
+        returning uuid::text, (xmax = 0) as created`;
+      await writeDerived(items);
+      return new Map(result.map((r) => [r.uuid, r.created]));
+    },
+
+    async get(uuid: string): Promise<VconRecord | undefined> {
+      const [row] = await db<VconRecord[]>`
+        select uuid::text, kind, doc, created_at, tags_updated_at from vcons where uuid = ${uuid}::uuid`;
+      return row;
+    },
+
+    /** Reads and locks one row until the transaction ends: concurrent appends serialise here. */
+    async lock(uuid: string): Promise<VconRecord | undefined> {
+      const [row] = await db<VconRecord[]>`
+        select uuid::text, kind, doc, created_at, tags_updated_at from vcons where uuid = ${uuid}::uuid for update`;
+      return row;
+    },
+
+    async exists(uuid: string): Promise<boolean> {
+      const [row] = await db`select 1 from vcons where uuid = ${uuid}::uuid`;
+      return row !== undefined;
+    },
+
+    async existing(uuids: string[]): Promise<Set<string>> {
+      const rows = await db<{ uuid: string }[]>`select uuid::text from vcons where uuid = any(${uuids}::uuid[])`;
+      return new Set(rows.map((r) => r.uuid));
+    },
+
+    /** Deletes a vCon; derived rows go with it (on delete cascade) in the same statement. */
+    async remove(uuid: string): Promise<boolean> {
+      const rows = await db`delete from vcons where uuid = ${uuid}::uuid returning uuid`;
+      return rows.length > 0;
+    },
+
+    async list(q: ListQuery, opts: { withDoc: boolean }): Promise<ListRow[]> {
+      const byTags = q.tags && Object.keys(q.tags).length > 0;
+      const tagConds = Object.entries(q.tags ?? {}).map(
+        ([k, v]) => db`and exists (select 1 from vcon_tags t where t.vcon_uuid = v.uuid and t.key = ${k} and t.value = ${v})`,
+      );
+      const party = (column: 'name' | 'mailto' | 'tel', value: string | undefined) =>
+        value === undefined
+          ? db``
+          : column === 'tel'
+            ? db`and exists (select 1 from vcon_parties p where p.vcon_uuid = v.uuid and p.tel ilike ${likePattern(value)})`
+            : db`and exists (select 1 from vcon_parties p where p.vcon_uuid = v.uuid and lower(p.${db(column)}) like lower(${likePattern(value)}))`;
+      return db<ListRow[]>`
+        select v.uuid::text, v.subject, v.created_at, v.updated_at,
+               v.doc->>'created_at' as doc_created_at, v.doc->>'updated_at' as doc_updated_at,
+               v.parties_count, v.dialog_count, v.analysis_count, v.attachments_count
+               ${opts.withDoc ? db`, v.doc` : db``}
+        from vcons v
+        where true
+        ${q.subject !== undefined ? db`and lower(v.subject) like lower(${likePattern(q.subject)})` : db``}
+        ${party('name', q.party_name)}
+        ${party('mailto', q.party_email)}
+        ${party('tel', q.party_tel)}
+        ${q.start_date ? db`and v.created_at >= ${q.start_date}` : db``}
+        ${q.end_date ? db`and v.created_at < ${q.end_date}` : db``}
+        ${byTags ? db`and v.tags_updated_at is not null` : db``}
+        ${tagConds.reduce((acc, c) => db`${acc} ${c}`, db``)}
+        order by ${byTags ? db`v.tags_updated_at desc, v.uuid desc` : db`v.created_at desc, v.uuid desc`}
+        limit ${q.limit + 1} offset ${q.offset}`;
+    },
+  };
+}
+
+export type VconRepo = ReturnType<typeof createVconRepo>;
+
+/** Runs fn in one transaction with a repo bound to it. */
+export function createTransactor(sql: Sql, extraWriters: DerivedWriter[] = []) {
+  return <T>(fn: (repo: VconRepo, tx: TransactionSql) => Promise<T>): Promise<T> =>
+    sql.begin((tx) => fn(createVconRepo(tx, extraWriters), tx)) as Promise<T>;
+}

@@ -1,0 +1,205 @@
+// Pure extraction of the derived rows of a stored vCon (ARCHITECTURE.md "Storage model"): what
+// lists, filters, discovery, tags, analytics and search read instead of scanning documents.
+import { parseDateTime, isDateTime, type JsonObject, type VconKind } from './vcon.js';
+
+export interface PartyRow { idx: number; name: string | null; tel: string | null; mailto: string | null; party_uuid: string | null }
+export interface DialogRow { idx: number; type: string | null; start_at: Date | null; duration: number | null; mediatype: string | null; encoding: string | null; body_bytes: number | null }
+export interface AnalysisRow { idx: number; type: string | null; vendor: string | null; product: string | null; schema: string | null; encoding: string | null; body_bytes: number | null }
+export interface AttachmentRow { idx: number; purpose: string | null; type: string | null; encoding: string | null; mediatype: string | null; body_bytes: number | null }
+export interface TagRow { key: string; value: string }
+export type UnitSource = 'subject' | 'party' | 'dialog' | 'analysis' | 'attachment';
+export interface SearchUnit { source: UnitSource; idx: number; body: string }
+
+export interface Derived {
+  subject: string | null;
+  created_at: Date;
+  updated_at: Date | null;
+  counts: { parties: number; dialog: number; analysis: number; attachments: number };
+  parties: PartyRow[];
+  dialogs: DialogRow[];
+  analyses: AnalysisRow[];
+  attachments: AttachmentRow[];
+  tags: TagRow[];
+  units: SearchUnit[];
+}
+
+/** Longest text we index per unit; tsvector has a 1 MB limit and snippets need only the start. */
+export const MAX_UNIT_CHARS = 100_000;
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+const arr = (v: unknown): JsonObject[] =>
+  Array.isArray(v) ? v.map((x) => (x && typeof x === 'object' && !Array.isArray(x) ? (x as JsonObject) : {})) : [];
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+const bodyBytes = (v: unknown): number | null =>
+  v === undefined || v === null ? null : Buffer.byteLength(typeof v === 'string' ? v : JSON.stringify(v));
+const date = (v: unknown): Date | null => (typeof v === 'string' && isDateTime(v) ? parseDateTime(v) : null);
+
+/** True for the tags attachment, under `purpose` or legacy `type`. */
+export const isTagsAttachment = (a: JsonObject): boolean => a.purpose === 'tags' || a.type === 'tags';
+
+/** Splits `key:value` at the first colon only: values keep their colons. */
+export function splitTag(s: string): TagRow | null {
+  const i = s.indexOf(':');
+  if (i <= 0) return null;
+  return { key: s.slice(0, i), value: s.slice(i + 1) };
+}
+
+/**
+ * Reads a tags attachment body: an array of `key:value` strings, a flat object, or a JSON string
+ * holding either. Anything else reads as no tags, never as a failure.
+ */
+export function readTagsBody(body: unknown): TagRow[] {
+  let b = body;
+  if (typeof b === 'string') {
+    try {
+      b = JSON.parse(b);
+    } catch {
+      return [];
+    }
+  }
+  if (Array.isArray(b)) {
+    return b.flatMap((s) => (typeof s === 'string' ? [splitTag(s)].filter((t): t is TagRow => t !== null) : []));
+  }
+  if (b && typeof b === 'object') {
+    return Object.entries(b as JsonObject).flatMap(([key, v]) =>
+      key && !key.includes(':') && (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')
+        ? [{ key, value: String(v) }]
+        : [],
+    );
+  }
+  return [];
+}
+
+/** All tags of a vCon (later attachments and later entries win for a repeated key). */
+export function readTags(doc: JsonObject): TagRow[] {
+  const map = new Map<string, string>();
+  for (const a of arr(doc.attachments)) {
+    if (!isTagsAttachment(a)) continue;
+    for (const t of readTagsBody(a.body)) map.set(t.key, t.value);
+  }
+  return [...map].map(([key, value]) => ({ key, value }));
+}
+
+/** Text parts of a MIME multipart body (text/plain preferred, then text/html stripped of tags). */
+export function stripMime(body: string, mediatype: string | null): string {
+  const boundary = /boundary="?([^";]+)"?/i.exec(mediatype ?? '')?.[1] ?? /^--([^\r\n]+)\r?\n/m.exec(body)?.[1];
+  if (!boundary) return body;
+  const parts = body.split(`--${boundary}`).slice(1);
+  const texts: string[] = [];
+  for (const part of parts) {
+    if (part.startsWith('--')) break;
+    const sep = part.search(/\r?\n\r?\n/);
+    const headers = sep >= 0 ? part.slice(0, sep) : '';
+    const content = sep >= 0 ? part.slice(sep).trim() : part.trim();
+    const ctype = /content-type:\s*([^;\r\n]+)/i.exec(headers)?.[1]?.toLowerCase() ?? 'text/plain';
+    if (/content-transfer-encoding:\s*base64/i.test(headers)) continue;
+    if (ctype.startsWith('multipart/')) texts.push(stripMime(content, headers));
+    else if (ctype === 'text/plain') texts.push(content);
+    else if (ctype === 'text/html') texts.push(content.replace(/<[^>]+>/g, ' '));
+  }
+  return texts.join('\n').trim();
+}
+
+/** Reduces a JSON transcript (string or parsed) to its text: `transcript`/`text` fields, segment texts. */
+export function jsonText(value: unknown, depth = 0): string {
+  if (depth > 6 || value === null || value === undefined) return '';
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.map((v) => jsonText(v, depth + 1)).filter(Boolean).join('\n');
+  if (typeof value === 'object') {
+    const o = value as JsonObject;
+    for (const key of ['transcript', 'text', 'summary', 'content', 'message']) {
+      if (typeof o[key] === 'string' && (o[key] as string).trim()) return o[key] as string;
+    }
+    for (const key of ['segments', 'utterances', 'results', 'channels', 'alternatives', 'paragraphs', 'sentences']) {
+      if (o[key] !== undefined) {
+        const t = jsonText(o[key], depth + 1);
+        if (t) return t;
+      }
+    }
+  }
+  return '';
+}
+
+function textOfBody(body: unknown, encoding: unknown, mediatype: string | null): string {
+  if (encoding === 'base64url' || encoding === 'base64') return '';
+  if (typeof body !== 'string') return encoding === 'json' ? jsonText(body) : '';
+  if (encoding === 'json') {
+    try {
+      return jsonText(JSON.parse(body));
+    } catch {
+      return body;
+    }
+  }
+  const mt = (mediatype ?? '').toLowerCase();
+  if (mt && !mt.startsWith('text/') && !mt.startsWith('multipart/') && !mt.includes('json')) return '';
+  if (mt.startsWith('multipart/') || /^--\S+\r?\nContent-Type:/im.test(body)) return stripMime(body, mediatype);
+  if (mt.includes('json')) {
+    try {
+      return jsonText(JSON.parse(body));
+    } catch {
+      return body;
+    }
+  }
+  // A long unbroken run of base64 characters is a payload sent without encoding, not text.
+  if (body.length > 200 && /^[A-Za-z0-9+/=_-]+$/.test(body.slice(0, 4000))) return '';
+  return body;
+}
+
+const clip = (s: string) => (s.length > MAX_UNIT_CHARS ? s.slice(0, MAX_UNIT_CHARS) : s).trim();
+
+/** The searchable texts of a vCon, each with its source and index. Audio and base64 never appear. */
+export function extractUnits(doc: JsonObject): SearchUnit[] {
+  const units: SearchUnit[] = [];
+  const push = (source: UnitSource, idx: number, text: string) => {
+    const body = clip(text);
+    if (body) units.push({ source, idx, body });
+  };
+  if (typeof doc.subject === 'string') push('subject', 0, doc.subject);
+  arr(doc.parties).forEach((p, i) => push('party', i, [str(p.name), str(p.mailto), str(p.tel)].filter(Boolean).join(' ')));
+  arr(doc.dialog).forEach((d, i) => {
+    if (d.type !== 'text') return;
+    push('dialog', i, textOfBody(d.body, d.encoding, str(d.mediatype) ?? str(d.mimetype)));
+  });
+  arr(doc.analysis).forEach((a, i) => push('analysis', i, textOfBody(a.body, a.encoding, str(a.mediatype) ?? str(a.mimetype))));
+  arr(doc.attachments).forEach((a, i) => {
+    if (isTagsAttachment(a)) return;
+    push('attachment', i, textOfBody(a.body, a.encoding, str(a.mediatype) ?? str(a.mimetype)));
+  });
+  return units;
+}
+
+/** Everything the derived tables hold for one document. Opaque (signed/encrypted) forms derive nothing. */
+export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: Date): Derived {
+  if (kind !== 'plain') {
+    return {
+      subject: null, created_at: fallbackCreatedAt, updated_at: null,
+      counts: { parties: 0, dialog: 0, analysis: 0, attachments: 0 },
+      parties: [], dialogs: [], analyses: [], attachments: [], tags: [], units: [],
+    };
+  }
+  const parties = arr(doc.parties);
+  const dialogs = arr(doc.dialog);
+  const analyses = arr(doc.analysis);
+  const attachments = arr(doc.attachments);
+  return {
+    subject: str(doc.subject),
+    created_at: date(doc.created_at) ?? fallbackCreatedAt,
+    updated_at: date(doc.updated_at),
+    counts: { parties: parties.length, dialog: dialogs.length, analysis: analyses.length, attachments: attachments.length },
+    parties: parties.map((p, idx) => ({ idx, name: str(p.name), tel: str(p.tel), mailto: str(p.mailto), party_uuid: str(p.uuid) })),
+    dialogs: dialogs.map((d, idx) => ({
+      idx, type: str(d.type), start_at: date(d.start), duration: num(d.duration),
+      mediatype: str(d.mediatype) ?? str(d.mimetype), encoding: str(d.encoding), body_bytes: bodyBytes(d.body),
+    })),
+    analyses: analyses.map((a, idx) => ({
+      idx, type: str(a.type), vendor: str(a.vendor), product: str(a.product), schema: str(a.schema),
+      encoding: str(a.encoding), body_bytes: bodyBytes(a.body),
+    })),
+    attachments: attachments.map((a, idx) => ({
+      idx, purpose: str(a.purpose), type: str(a.type), encoding: str(a.encoding),
+      mediatype: str(a.mediatype) ?? str(a.mimetype), body_bytes: bodyBytes(a.body),
+    })),
+    tags: readTags(doc),
+    units: extractUnits(doc),
+  };
+}

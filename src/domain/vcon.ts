@@ -1,0 +1,227 @@
+// The vCon and its parts, implementing API.md "Validation": strict structure, lenient vocabulary.
+// These schemas are the single source for REST parsing, MCP input schemas, GET /schema and tests.
+// Unknown fields pass through (looseObject); services store the caller's own object, so key order
+// and unknown fields survive untouched.
+import { z } from 'zod';
+import { ValidationError, formatPath, type ErrorDetail } from './errors.js';
+
+const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const DATE_TIME_RE =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/;
+const MEDIA_TYPE_RE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?$/s;
+
+export const DIALOG_TYPES = ['recording', 'recording-set', 'text', 'transfer', 'incomplete'] as const;
+export const ENCODINGS = ['base64url', 'json', 'none'] as const;
+
+/** True for RFC 3339 / ISO 8601 date-times with a real calendar date; a missing offset means UTC. */
+export function isDateTime(s: string): boolean {
+  const m = DATE_TIME_RE.exec(s);
+  if (!m) return false;
+  const [, y, mo, d, h, mi, sec] = m.map(Number);
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || (sec || 0) > 60) return false;
+  const days = new Date(Date.UTC(y, mo, 0)).getUTCDate();
+  return d <= days && !Number.isNaN(parseDateTime(s).getTime());
+}
+
+/** Parses a validated date-time; without an offset it is read as UTC (API.md). */
+export function parseDateTime(s: string): Date {
+  const hasOffset = /([Zz]|[+-]\d{2}:?\d{2})$/.test(s);
+  let iso = s.replace(' ', 'T');
+  // Normalise "+hhmm" to "+hh:mm" for Date.parse.
+  iso = iso.replace(/([+-]\d{2})(\d{2})$/, '$1:$2');
+  return new Date(hasOffset ? iso : `${iso}Z`);
+}
+
+export const Uuid = z.string().regex(UUID_RE, 'must be a UUID (8-4-4-4-12 hexadecimal digits)');
+export const DateTime = z
+  .string({ error: 'must be a date-time string' })
+  .refine(isDateTime, 'must be an RFC 3339 date-time such as 2025-01-31T14:05:00Z');
+const MediaType = z
+  .string({ error: 'must be a media type string' })
+  .regex(MEDIA_TYPE_RE, 'must be a media type like text/plain or audio/x-wav');
+const Encoding = z.enum(ENCODINGS, { error: `must be one of ${ENCODINGS.join(', ')}` });
+const Index = z.number({ error: 'must be an array index (integer ≥ 0)' }).int('must be an integer').min(0, 'must be ≥ 0');
+const IndexOrList = z.union([Index, z.array(z.union([Index, z.array(Index)]))], {
+  error: 'must be an index or an array of indexes',
+});
+const StringList = z.array(z.string({ error: 'must be a string' }), { error: 'must be an array of strings' });
+
+export const Party = z.looseObject({
+  tel: z.string().optional(),
+  mailto: z.string().optional(),
+  name: z.string().optional(),
+  uuid: z.string().optional(),
+  did: z.string().optional(),
+  role: z.string().optional(),
+});
+export type Party = z.infer<typeof Party>;
+
+export const Dialog = z
+  .looseObject({
+    type: z.enum(DIALOG_TYPES, { error: `must be one of ${DIALOG_TYPES.join(', ')}` }),
+    start: DateTime.optional(),
+    duration: z.number({ error: 'must be a number of seconds' }).min(0, 'must be ≥ 0').optional(),
+    parties: IndexOrList.optional(),
+    originator: Index.optional(),
+    mediatype: MediaType.optional(),
+    mimetype: MediaType.optional(),
+    filename: z.string().optional(),
+    encoding: Encoding.optional(),
+    url: z.string().optional(),
+    disposition: z.string().optional(),
+    session_id: z.unknown().optional(),
+    application: z.string().optional(),
+    message_id: z.string().optional(),
+    body: z.unknown().optional(),
+  })
+  .superRefine((d, ctx) => {
+    if (d.type === 'incomplete' && (typeof d.disposition !== 'string' || d.disposition === '')) {
+      ctx.addIssue({ code: 'custom', path: ['disposition'], message: 'is required when type is incomplete' });
+    }
+  });
+export type Dialog = z.infer<typeof Dialog>;
+
+export const Analysis = z
+  .looseObject({
+    type: z.string({ error: 'is required (a string such as summary or transcript)' }).min(1, 'must not be empty'),
+    vendor: z.string({ error: 'is required (a non-empty string)' }).min(1, 'must not be empty'),
+    dialog: IndexOrList.optional(),
+    product: z.string().optional(),
+    schema: z.string().optional(),
+    mediatype: MediaType.optional(),
+    mimetype: MediaType.optional(),
+    encoding: Encoding.optional(),
+    body: z.string({ error: 'must be a string (serialise structured output and set encoding "json")' }).optional(),
+    url: z.string().optional(),
+  })
+  .superRefine((a, ctx) => {
+    if ('schema_version' in a) {
+      ctx.addIssue({ code: 'custom', path: ['schema_version'], message: 'is not a vCon field: use `schema`' });
+    }
+  });
+export type Analysis = z.infer<typeof Analysis>;
+
+export const Attachment = z.looseObject({
+  purpose: z.string().optional(),
+  type: z.string().optional(),
+  start: DateTime.optional(),
+  party: Index.optional(),
+  dialog: Index.optional(),
+  mediatype: MediaType.optional(),
+  mimetype: MediaType.optional(),
+  encoding: Encoding.optional(),
+  filename: z.string().optional(),
+  url: z.string().optional(),
+  body: z.unknown().optional(),
+});
+export type Attachment = z.infer<typeof Attachment>;
+
+const arrayOf = <T extends z.ZodType>(item: T, what: string) => z.array(item, { error: `must be an array of ${what} objects` });
+
+const VconFields = {
+  uuid: Uuid.optional(),
+  vcon: z.string({ error: 'must be a string' }).optional(),
+  created_at: DateTime.optional(),
+  updated_at: DateTime.optional(),
+  subject: z.string({ error: 'must be a string' }).nullable().optional(),
+  parties: arrayOf(Party, 'party').optional(),
+  dialog: arrayOf(Dialog, 'dialog').optional(),
+  analysis: arrayOf(Analysis, 'analysis').optional(),
+  attachments: arrayOf(Attachment, 'attachment').optional(),
+  extensions: StringList.optional(),
+  critical: StringList.optional(),
+  must_support: StringList.optional(),
+};
+
+const indexList = (v: unknown): number[] => (Array.isArray(v) ? v.flat(2) : typeof v === 'number' ? [v] : []) as number[];
+
+/** The plain (unsigned, unencrypted) vCon, with index references checked. */
+export const Vcon = z
+  .looseObject(VconFields)
+  .superRefine((v, ctx) => {
+    const np = v.parties?.length ?? 0;
+    const nd = v.dialog?.length ?? 0;
+    const check = (ok: boolean, path: (string | number)[], message: string) => {
+      if (!ok) ctx.addIssue({ code: 'custom', path, message });
+    };
+    v.dialog?.forEach((d, i) => {
+      for (const p of indexList(d.parties)) check(p < np, ['dialog', i, 'parties'], `party index ${p} is out of range (${np} parties)`);
+      if (typeof d.originator === 'number') check(d.originator < np, ['dialog', i, 'originator'], `party index ${d.originator} is out of range (${np} parties)`);
+    });
+    v.analysis?.forEach((a, i) => {
+      for (const di of indexList(a.dialog)) check(di < nd, ['analysis', i, 'dialog'], `dialog index ${di} is out of range (${nd} dialogs)`);
+    });
+    v.attachments?.forEach((a, i) => {
+      if (typeof a.party === 'number') check(a.party < np, ['attachments', i, 'party'], `party index ${a.party} is out of range (${np} parties)`);
+      if (typeof a.dialog === 'number') check(a.dialog < nd, ['attachments', i, 'dialog'], `dialog index ${a.dialog} is out of range (${nd} dialogs)`);
+    });
+  });
+export type Vcon = z.infer<typeof Vcon>;
+
+/** A JWS General JSON signed vCon: stored opaque, identified by the uuid in a signature header. */
+export const SignedVcon = z.looseObject({
+  payload: z.string(),
+  signatures: z.array(z.looseObject({ header: z.looseObject({ uuid: Uuid.optional() }).optional() })).min(1),
+});
+/** A JWE JSON encrypted vCon: stored opaque, identified by the uuid in its unprotected header. */
+export const EncryptedVcon = z.looseObject({
+  ciphertext: z.string(),
+  recipients: z.array(z.unknown()),
+  unprotected: z.looseObject({ uuid: Uuid.optional() }).optional(),
+});
+
+export type VconKind = 'plain' | 'signed' | 'encrypted';
+export type JsonObject = Record<string, unknown>;
+
+/** Turns zod issues into API.md details: every problem with its JSON path. */
+export function toDetails(error: z.ZodError, prefix: (string | number)[] = []): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  for (const issue of error.issues) {
+    // Unions report their branches' problems; the first branch's message reads best.
+    const path = formatPath([...prefix, ...issue.path]);
+    out.push({ path, message: issue.message });
+  }
+  return out;
+}
+
+/** Throws a ValidationError listing every problem, or returns the parsed value. */
+export function validate<T extends z.ZodType>(schema: T, value: unknown, what: string, prefix: (string | number)[] = []): z.infer<T> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const details = toDetails(r.error, prefix);
+  const head = details.slice(0, 3).map((d) => `${d.path}: ${d.message}`).join('; ');
+  const more = details.length > 3 ? ` (and ${details.length - 3} more)` : '';
+  throw new ValidationError(`Invalid ${what}: ${head}${more}`, details);
+}
+
+const isPlainObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export interface ClassifiedVcon {
+  kind: VconKind;
+  /** The caller's own object (key order and unknown fields intact). */
+  doc: JsonObject;
+  uuid: string | undefined;
+}
+
+/**
+ * Validates an incoming document and says what it is. Signed and encrypted forms are opaque:
+ * only their envelope and header uuid are checked.
+ */
+export function classifyVcon(input: unknown): ClassifiedVcon {
+  if (!isPlainObject(input)) {
+    throw new ValidationError('Invalid vCon: the body must be a JSON object (the vCon itself, not wrapped)', [
+      { path: '(root)', message: 'must be an object' },
+    ]);
+  }
+  if ('payload' in input && 'signatures' in input) {
+    const s = validate(SignedVcon, input, 'signed vCon');
+    const uuid = s.signatures.map((x) => x.header?.uuid).find(Boolean);
+    return { kind: 'signed', doc: input, uuid: uuid?.toLowerCase() };
+  }
+  if ('ciphertext' in input && 'recipients' in input) {
+    const e = validate(EncryptedVcon, input, 'encrypted vCon');
+    return { kind: 'encrypted', doc: input, uuid: e.unprotected?.uuid?.toLowerCase() };
+  }
+  const v = validate(Vcon, input, 'vCon');
+  return { kind: 'plain', doc: input, uuid: v.uuid?.toLowerCase() };
+}

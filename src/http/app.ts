@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type RequestHandler, type Router } from 'express';
+import { pinoHttp } from 'pino-http';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import type { BuildInfo } from '../version.js';
+import { NotFoundError } from '../domain/errors.js';
+import type { Services } from '../services/index.js';
+import { createErrorHandler, sendError } from './error-handler.js';
+import { createCors } from './cors.js';
+import { createAuth } from './auth.js';
+import { createBodyParser } from './body.js';
+import { registerInfraRoutes } from './routes/infra.js';
+import { registerVconRoutes } from './routes/vcons.js';
+import { registerTagRoutes } from './routes/tags.js';
+import { registerSearchRoutes } from './routes/search.js';
+import { registerDatabaseRoutes } from './routes/database.js';
+
+export interface AppDeps {
+  config: Config;
+  log: Logger;
+  services: Services;
+  buildInfo: BuildInfo;
+  /** Extra routers mounted at the server root before the 404 handler (the MCP endpoint). */
+  mount?: (app: Express) => void;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the express app of one instance: REST under the base path, MCP beside it. */
+export function buildApp(deps: AppDeps): Express {
+  const { config, log, services, buildInfo } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+
+  app.use((req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', id);
+    res.setHeader('X-Version', buildInfo.version);
+    res.setHeader('X-Git-Commit', buildInfo.gitCommit);
+    res.setHeader('X-Build-Time', buildInfo.buildTime);
+    next();
+  });
+
+  app.use(
+    pinoHttp({
+      logger: log,
+      genReqId: (_req, res) => String(res.getHeader('X-Request-Id')),
+      // Paths only: query strings can carry emails and phone numbers (party filters).
+      serializers: {
+        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, path: req.url.split('?')[0] }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+      autoLogging: { ignore: (req) => req.url === `${config.rest.basePath}/health` },
+    }),
+  );
+
+  const base = config.rest.basePath;
+  const api: Router = express.Router({ strict: false });
+  api.use(createCors(config));
+  registerInfraRoutes(api, { config, services, buildInfo });
+  if (config.rest.enabled) {
+    api.use(createAuth(config, log));
+    api.use(createBodyParser(config));
+    registerVconRoutes(api, services);
+    registerTagRoutes(api, services);
+    registerSearchRoutes(api, services);
+    registerDatabaseRoutes(api, services);
+  }
+  app.use(base || '/', api);
+  deps.mount?.(app);
+
+  app.use(((req, res) => {
+    const err = new NotFoundError('route', `${req.method} ${req.path}`);
+    sendError(req, res, 404, err.code, `No route for ${req.method} ${req.path}`, {
+      hint: `REST routes live under ${base || '/'}`,
+      production: config.production,
+    });
+  }) as RequestHandler);
+  app.use(createErrorHandler({ production: config.production, log }));
+  return app;
+}

@@ -1,0 +1,87 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Request, RequestHandler } from 'express';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import type { Scope } from '../services/context.js';
+import { sendError } from './error-handler.js';
+
+export interface AuthInfo {
+  scope: Scope;
+  /** A short digest of the key, to bind MCP sessions and correlate logs without logging the key. */
+  keyId: string | null;
+}
+
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** Extracts the presented key from the configured header; Bearer scheme is case-insensitive. */
+export function readKey(req: Pick<Request, 'headers'>, header: string): string | undefined {
+  const raw = req.headers[header];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (!value) return undefined;
+  if (header === 'authorization') {
+    const m = /^\s*bearer\s+(\S+)\s*$/i.exec(value);
+    return m?.[1];
+  }
+  return value.trim() || undefined;
+}
+
+/** Resolves keys to scopes with constant-time comparison of digests (every key is compared). */
+export function createKeyResolver(config: Config) {
+  const ro = config.auth.readOnlyKeys.map(digest);
+  const rw = config.auth.keys.map(digest);
+  const anyMatch = (d: Buffer, list: Buffer[]) => list.reduce((hit, k) => timingSafeEqual(d, k) || hit, false);
+  return (key: string): AuthInfo | undefined => {
+    const d = digest(key);
+    const keyId = d.toString('hex').slice(0, 16);
+    // A key in both lists is read-only (SPEC.md Authentication 5).
+    if (anyMatch(d, ro)) return { scope: 'read', keyId };
+    if (anyMatch(d, rw)) return { scope: 'write', keyId };
+    return undefined;
+  };
+}
+
+/**
+ * Authentication for REST (and /mcp): 401 missing/invalid, 403 read-only key on a write method,
+ * 503 when auth is required and no key is configured. Sets res.locals.auth.
+ */
+export function createAuth(config: Config, _log: Logger, opts: { enforceMethods?: boolean } = {}): RequestHandler {
+  const resolve = createKeyResolver(config);
+  const production = config.production;
+  const header = config.auth.header;
+  const how = header === 'authorization' ? 'Authorization: Bearer <key>' : `${header}: <key>`;
+  const enforceMethods = opts.enforceMethods ?? true;
+  return (req, res, next) => {
+    if (!config.auth.required) {
+      res.locals.auth = { scope: 'write', keyId: null } satisfies AuthInfo;
+      next();
+      return;
+    }
+    if (config.auth.keys.length === 0 && config.auth.readOnlyKeys.length === 0) {
+      sendError(req, res, 503, 'auth_not_configured', 'Authentication is required but no API key is configured', {
+        hint: 'Set API_KEYS (and API_KEYS_READONLY), or API_AUTH_REQUIRED=false for a closed network',
+        production,
+      });
+      return;
+    }
+    const key = readKey(req, header);
+    if (!key) {
+      sendError(req, res, 401, 'unauthorized', 'API key missing', { hint: `Send ${how}`, production });
+      return;
+    }
+    const auth = resolve(key);
+    if (!auth) {
+      sendError(req, res, 401, 'unauthorized', 'API key invalid', { hint: `Send a key listed in API_KEYS or API_KEYS_READONLY as ${how}`, production });
+      return;
+    }
+    if (enforceMethods && auth.scope === 'read' && !READ_METHODS.has(req.method)) {
+      sendError(req, res, 403, 'forbidden', `A read-only key may not ${req.method}`, {
+        hint: 'Use a key from API_KEYS for writes',
+        production,
+      });
+      return;
+    }
+    res.locals.auth = auth;
+    next();
+  };
+}

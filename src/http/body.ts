@@ -1,0 +1,27 @@
+import express, { type RequestHandler } from 'express';
+import type { Config } from '../config.js';
+import { sendError } from './error-handler.js';
+
+const JSON_TYPES = new Set(['application/json', 'application/vcon', 'application/vcon+json']);
+
+const mediaType = (header: string | undefined) => (header ?? '').split(';')[0].trim().toLowerCase();
+
+/** JSON bodies only (with the vCon media types), gzip accepted, explicit size limit; others 415. */
+export function createBodyParser(config: Config): RequestHandler {
+  const json = express.json({
+    limit: config.rest.bodyLimit,
+    type: (req) => JSON_TYPES.has(mediaType(req.headers['content-type'])),
+    inflate: true,
+  });
+  return (req, res, next) => {
+    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (hasBody && !JSON_TYPES.has(mediaType(req.headers['content-type']))) {
+      sendError(req, res, 415, 'unsupported_media_type', `Unsupported Content-Type "${req.headers['content-type'] ?? '(none)'}"`, {
+        hint: 'Send application/json, application/vcon or application/vcon+json',
+        production: config.production,
+      });
+      return;
+    }
+    json(req, res, next);
+  };
+}

@@ -1,0 +1,43 @@
+import type { Router } from 'express';
+import type { Config } from '../../config.js';
+import type { BuildInfo } from '../../version.js';
+import type { Services } from '../../services/index.js';
+
+/** Routes that need no key: health, version, schema, examples (SPEC.md "Infrastructure"). */
+export function registerInfraRoutes(router: Router, deps: { config: Config; services: Services; buildInfo: BuildInfo }) {
+  const { services, buildInfo, config } = deps;
+
+  router.get('/health', async (_req, res) => {
+    const h = await services.health.check();
+    res.setHeader('Cache-Control', 'no-store');
+    res.status(h.healthy ? 200 : 503).json({
+      success: h.healthy,
+      status: h.healthy ? 'healthy' : 'unhealthy',
+      database: h.healthy ? 'connected' : 'error',
+      schema: h.schema,
+      instance: h.instance,
+      version: h.version,
+      uptime_s: h.uptime_s,
+    });
+  });
+
+  router.get('/version', (_req, res) => {
+    res.json({
+      success: true,
+      version: buildInfo.version,
+      git_commit: buildInfo.gitCommit,
+      build_time: buildInfo.buildTime,
+      api_base_path: config.rest.basePath || '/',
+    });
+  });
+
+  if (!config.rest.enabled) return;
+
+  router.get('/schema', (_req, res) => {
+    res.type('application/schema+json').send(JSON.stringify(services.meta.schema()));
+  });
+
+  router.get('/examples/:type', (req, res) => {
+    res.json({ success: true, type: req.params.type, vcon: services.meta.example(req.params.type) });
+  });
+}

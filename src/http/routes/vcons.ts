@@ -1,0 +1,78 @@
+import type { Router } from 'express';
+import { enumParam, GET_FORMATS, stringParam, uuidParam } from '../../domain/queries.js';
+import type { Services } from '../../services/index.js';
+import { ctxOf, methodNotAllowed, q, queryOf } from './util.js';
+
+/** vCon CRUD, batch, listing and sub-resources (API.md "vCons"); thin over the vCon service. */
+export function registerVconRoutes(router: Router, services: Services) {
+  const { vcons } = services;
+
+  router
+    .route('/vcons')
+    .get(async (req, res) => {
+      res.json({ success: true, ...(await vcons.list(queryOf(req), ctxOf(req, res))) });
+    })
+    .post(async (req, res) => {
+      const r = await vcons.create(req.body, ctxOf(req, res));
+      res.status(r.created ? 201 : 200).json({ success: true, uuid: r.uuid, created: r.created });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/vcons/batch')
+    .post(async (req, res) => {
+      const r = await vcons.batch(req.body, ctxOf(req, res));
+      const stored = r.created + r.updated;
+      res.status(r.failed === 0 ? 201 : stored > 0 ? 207 : 400).json(r);
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/vcons/:uuid')
+    .get(async (req, res) => {
+      const format = enumParam('format', q(req, 'format'), GET_FORMATS, 'full');
+      res.json({ success: true, vcon: await vcons.get(uuidParam(req.params.uuid), format, ctxOf(req, res)) });
+    })
+    .patch(async (req, res) => {
+      res.json({ success: true, vcon: await vcons.update(uuidParam(req.params.uuid), req.body, ctxOf(req, res)) });
+    })
+    .delete(async (req, res) => {
+      res.json({ success: true, ...(await vcons.remove(uuidParam(req.params.uuid), ctxOf(req, res))) });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/vcons/:uuid/dialog')
+    .post(async (req, res) => {
+      const r = await vcons.append(uuidParam(req.params.uuid), 'dialog', req.body, ctxOf(req, res));
+      res.status(201).json({ success: true, uuid: r.uuid, index: r.index, dialog: r.item });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/vcons/:uuid/analysis')
+    .get(async (req, res) => {
+      const uuid = uuidParam(req.params.uuid);
+      const analysis = await vcons.getAnalysis(uuid, stringParam('type', q(req, 'type')), ctxOf(req, res));
+      res.json({ success: true, uuid, count: analysis.length, analysis });
+    })
+    .post(async (req, res) => {
+      const r = await vcons.append(uuidParam(req.params.uuid), 'analysis', req.body, ctxOf(req, res));
+      res.status(201).json({ success: true, uuid: r.uuid, index: r.index, analysis: r.item });
+    })
+    .all(methodNotAllowed);
+
+  router
+    .route('/vcons/:uuid/attachments')
+    .get(async (req, res) => {
+      const uuid = uuidParam(req.params.uuid);
+      const filter = { purpose: stringParam('purpose', q(req, 'purpose')), type: stringParam('type', q(req, 'type')) };
+      const attachments = await vcons.getAttachments(uuid, filter, ctxOf(req, res));
+      res.json({ success: true, uuid, count: attachments.length, attachments });
+    })
+    .post(async (req, res) => {
+      const r = await vcons.append(uuidParam(req.params.uuid), 'attachments', req.body, ctxOf(req, res));
+      res.status(201).json({ success: true, uuid: r.uuid, index: r.index, attachment: r.item });
+    })
+    .all(methodNotAllowed);
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env node
+// vcon-server: one group's instance. Composition root: config → logger → sql → migrate → services
+// → express app (REST + MCP over HTTP) or MCP over stdio.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createLogger, type Logger } from './logger.js';
+import { getBuildInfo } from './version.js';
+import { createSql, type Sql } from './db/client.js';
+import { migrate, MigrationError } from './db/migrate.js';
+import { acquireEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
+import { createTransactor, createVconRepo } from './db/vcon-repo.js';
+import { createTagRepo } from './db/tag-repo.js';
+import { createDiscoveryRepo } from './db/discovery-repo.js';
+import { loadPlugins, PluginLoadError, type Plugin } from './plugins/index.js';
+import { createHealthService } from './services/health-service.js';
+import { createVconService } from './services/vcon-service.js';
+import { createTagService } from './services/tag-service.js';
+import { createDiscoveryService } from './services/discovery-service.js';
+import { createMetaService } from './services/meta-service.js';
+import type { Services } from './services/index.js';
+import { buildApp } from './http/app.js';
+
+export interface Instance {
+  config: Config;
+  log: Logger;
+  sql: Sql;
+  services: Services;
+  /** Set in HTTP mode. */
+  server?: Server;
+  port?: number;
+  url?: string;
+  stop(): Promise<void>;
+}
+
+/** Wires the services of one instance over a pinned pool. Exported for tests and tools. */
+export function createServices(sql: Sql, config: Config, plugins: readonly Plugin[] = []): Services {
+  const buildInfo = getBuildInfo();
+  const transact = createTransactor(sql);
+  const vcons = createVconService({ repo: createVconRepo(sql), transact, plugins });
+  return {
+    health: createHealthService({
+      ping: async () => {
+        await sql`select 1`;
+      },
+      schema: config.db.schema,
+      label: config.label,
+      buildInfo,
+    }),
+    vcons,
+    tags: createTagService({ vcons, repo: createTagRepo(sql), plugins }),
+    discovery: createDiscoveryService({ repo: createDiscoveryRepo(sql), plugins }),
+    meta: createMetaService(),
+    plugins,
+  };
+}
+
+/** Starts one instance from a validated config. In HTTP mode it listens before resolving. */
+export async function startInstance(config: Config, opts: { log?: Logger } = {}): Promise<Instance> {
+  const log = opts.log ?? createLogger(config);
+  let embedded: EmbeddedPostgres | undefined;
+  let url = config.db.url;
+  if (!url) {
+    embedded = await acquireEmbeddedPostgres(path.join(config.dataDir, 'embedded'), log);
+    url = embedded.url;
+    log.info({ port: embedded.port }, 'using the embedded PostgreSQL (no DATABASE_URL set)');
+  }
+  const sql = createSql({
+    url,
+    schema: config.db.schema,
+    max: config.db.poolMax,
+    applicationName: `vcon-${config.label ?? config.db.schema}`.slice(0, 60),
+  });
+  const cleanup = async () => {
+    await sql.end({ timeout: 5 }).catch(() => undefined);
+    await embedded?.release();
+  };
+  try {
+    await migrate(sql, config.db.schema, { log });
+    const plugins = await loadPlugins(config.plugins, log);
+    const services = createServices(sql, config, plugins);
+    if (config.auth.required && config.rest.enabled) {
+      if (config.auth.keys.length === 0 && config.auth.readOnlyKeys.length === 0) {
+        log.warn('API_AUTH_REQUIRED is true but no API_KEYS are set: every authenticated route answers 503');
+      } else if (config.auth.readOnlyKeys.length === 0) {
+        log.warn('no read-only keys configured (API_KEYS_READONLY): every key can write');
+      }
+    }
+    if (config.mcp.transport !== 'http') {
+      return { config, log, sql, services, stop: cleanup };
+    }
+    const app = buildApp({ config, log, services, buildInfo: getBuildInfo() });
+    const server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(config.mcp.port, config.mcp.host, () => resolve(s));
+      s.once('error', reject);
+    });
+    server.keepAliveTimeout = 5_000;
+    const port = (server.address() as AddressInfo).port;
+    const host = config.mcp.host.includes(':') ? `[${config.mcp.host}]` : config.mcp.host;
+    const baseUrl = `http://${host}:${port}`;
+    log.info({ url: baseUrl, api: `${baseUrl}${config.rest.basePath}`, mcp: `${baseUrl}/mcp` }, 'listening');
+    let stopping: Promise<void> | undefined;
+    const stop = () =>
+      (stopping ??= (async () => {
+        // Stop accepting, let in-flight requests finish (bounded), then close the pool.
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+        await closed;
+        clearTimeout(timer);
+        await cleanup();
+        log.info('stopped');
+      })());
+    return { config, log, sql, services, server, port, url: baseUrl, stop };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** The bin: load config, start, report readiness over IPC, stop gracefully on signals. */
+async function runMain(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    process.stderr.write(`vcon-server: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  const log = createLogger(config);
+  let instance: Instance;
+  try {
+    instance = await startInstance(config, { log });
+  } catch (err) {
+    const known = err instanceof MigrationError || err instanceof PluginLoadError || err instanceof ConfigError;
+    log.fatal({ err: known ? (err as Error).message : err }, 'start failed');
+    process.stderr.write(`vcon-server: start failed: ${(err as Error).message}\n`);
+    log.flush();
+    process.exit(1);
+  }
+  if (process.send) {
+    process.send({ type: 'ready', pid: process.pid, port: instance.port ?? null, url: instance.url ?? null, schema: config.db.schema, label: config.label });
+  }
+  const onSignal = (signal: NodeJS.Signals) => {
+    log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), config.shutdownTimeoutMs + 5_000);
+    force.unref();
+    instance.stop().then(
+      () => process.exit(0),
+      (err) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  if (config.mcp.transport === 'stdio') {
+    const { serveStdio } = await import('./mcp/stdio.js');
+    await serveStdio(instance);
+  }
+}
+
+const invokedDirectly = (() => {
+  try {
+    return realpathSync(process.argv[1] ?? '') === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+})();
+if (invokedDirectly) void runMain();

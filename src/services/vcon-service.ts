@@ -1,0 +1,319 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, NotFoundError, ValidationError, type ErrorDetail } from '../domain/errors.js';
+import { deriveRows, isTagsAttachment } from '../domain/derive.js';
+import { parseListQuery, type ListQuery } from '../domain/queries.js';
+import {
+  Analysis, Attachment, classifyVcon, Dialog, Vcon, validate,
+  type ClassifiedVcon, type JsonObject,
+} from '../domain/vcon.js';
+import { runHook, type Plugin } from '../plugins/hooks.js';
+import type { RequestCtx } from './context.js';
+import type { ListRow, StoredVcon, VconRecord, VconRepo } from '../db/vcon-repo.js';
+
+export const MAX_BATCH = 100;
+const PATCHABLE = ['subject', 'extensions', 'critical', 'must_support'] as const;
+
+export type Transact = <T>(fn: (repo: VconRepo) => Promise<T>) => Promise<T>;
+
+export interface VconServiceDeps {
+  repo: VconRepo;
+  transact: Transact;
+  plugins: readonly Plugin[];
+  now?: () => Date;
+}
+
+export type SubResource = 'dialog' | 'analysis' | 'attachments';
+
+export interface BatchItemResult {
+  index: number;
+  uuid: string | null;
+  status: 200 | 201 | 400;
+  error?: string;
+  message?: string;
+  details?: ErrorDetail[];
+}
+
+export interface BatchResult {
+  success: boolean;
+  total: number;
+  created: number;
+  updated: number;
+  failed: number;
+  results: BatchItemResult[];
+}
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Puts the service-set fields in, keeping the caller's key order for everything else. */
+function withServiceFields(doc: JsonObject, uuid: string, createdAt: string | undefined, updatedAt: string | undefined): JsonObject {
+  const out: JsonObject = 'uuid' in doc ? {} : { uuid };
+  for (const [k, v] of Object.entries(doc)) out[k] = v;
+  if (typeof out.uuid === 'string') out.uuid = uuid;
+  if (createdAt && !('created_at' in doc)) out.created_at = createdAt;
+  if (updatedAt) out.updated_at = updatedAt;
+  return out;
+}
+
+function toStored(c: ClassifiedVcon, uuid: string, now: Date): StoredVcon {
+  return { uuid, kind: c.kind, doc: c.doc, derived: deriveRows(c.doc, c.kind, now) };
+}
+
+/** Metadata view: every top-level field except the three arrays of content. */
+function metadataOf(doc: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(doc)) if (k !== 'dialog' && k !== 'analysis' && k !== 'attachments') out[k] = v;
+  return out;
+}
+
+/** The list item of `format=metadata`. */
+export function listMetadata(r: ListRow): JsonObject {
+  return {
+    uuid: r.uuid,
+    subject: r.subject,
+    created_at: r.doc_created_at ?? r.created_at.toISOString(),
+    updated_at: r.doc_updated_at ?? (r.updated_at ? r.updated_at.toISOString() : null),
+    parties_count: r.parties_count,
+    dialog_count: r.dialog_count,
+    analysis_count: r.analysis_count,
+    attachments_count: r.attachments_count,
+  };
+}
+
+/** Create, read, list, update, delete and append: the vCon use cases both transports call. */
+export function createVconService(deps: VconServiceDeps) {
+  const { repo, transact, plugins } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  /** Validation plus beforeCreate (which may transform; the result is validated again). */
+  async function prepareCreate(input: unknown, ctx: RequestCtx): Promise<ClassifiedVcon> {
+    const first = classifyVcon(input);
+    const transformed = await runHook(plugins, 'beforeCreate', first.doc, ctx);
+    return transformed === first.doc ? first : classifyVcon(transformed);
+  }
+
+  /** beforeRead, load, afterRead: every read of a document passes here. */
+  async function readDoc(uuid: string, ctx: RequestCtx): Promise<{ record: VconRecord; doc: JsonObject }> {
+    const target = (await runHook(plugins, 'beforeRead', uuid, ctx)) ?? uuid;
+    const record = await repo.get(target);
+    if (!record) throw new NotFoundError('vcon', target);
+    const doc = await runHook(plugins, 'afterRead', record.doc, ctx);
+    return { record, doc };
+  }
+
+  /**
+   * Locks a vCon, applies a change to its document and stores it with fresh derived rows, in one
+   * transaction: concurrent modifications of one vCon serialise and none is lost.
+   */
+  async function modify<T>(
+    uuid: string,
+    change: (doc: JsonObject, record: VconRecord) => { doc: JsonObject; result: T },
+  ): Promise<{ doc: JsonObject; result: T }> {
+    return transact(async (tx) => {
+      const record = await tx.lock(uuid);
+      if (!record) throw new NotFoundError('vcon', uuid);
+      if (record.kind !== 'plain') {
+        throw new ValidationError(`vCon ${uuid} is ${record.kind} and stored opaque: it can't be modified, only replaced`);
+      }
+      const { doc, result } = change(structuredClone(record.doc), record);
+      doc.updated_at = now().toISOString();
+      const classified = classifyVcon(doc);
+      await tx.upsert([toStored(classified, uuid, record.created_at)]);
+      return { doc, result };
+    });
+  }
+
+  return {
+    /** Creates a vCon, or replaces it when its uuid exists (created: false). */
+    async create(input: unknown, ctx: RequestCtx): Promise<{ uuid: string; created: boolean; vcon: JsonObject }> {
+      const c = await prepareCreate(input, ctx);
+      const uuid = c.uuid ?? randomUUID();
+      const stamp = now();
+      const { created, doc } = await transact(async (tx) => {
+        const existed = await tx.lock(uuid);
+        const doc = c.kind === 'plain'
+          ? withServiceFields(c.doc, uuid, stamp.toISOString(), existed ? stamp.toISOString() : undefined)
+          : c.doc;
+        const stored = toStored({ ...c, doc }, uuid, existed?.created_at ?? stamp);
+        const flags = await tx.upsert([stored]);
+        return { created: flags.get(uuid) ?? !existed, doc };
+      });
+      const after = await runHook(plugins, 'afterCreate', doc, ctx);
+      return { uuid, created, vcon: after };
+    },
+
+    /** Stores up to 100 independent vCons: valid items are written together in one transaction. */
+    async batch(input: unknown, ctx: RequestCtx): Promise<BatchResult> {
+      if (!Array.isArray(input)) {
+        throw new ValidationError('The batch body must be a JSON array of vCon objects', [{ path: '(root)', message: 'must be an array' }]);
+      }
+      if (input.length === 0) throw new AppError(400, 'batch_empty', 'The batch is empty: send 1 to 100 vCons');
+      if (input.length > MAX_BATCH) {
+        throw new AppError(400, 'batch_too_large', `The batch has ${input.length} items; at most ${MAX_BATCH} are allowed`);
+      }
+      const results: BatchItemResult[] = [];
+      const ready: { index: number; c: ClassifiedVcon; uuid: string }[] = [];
+      const seen = new Map<string, number>();
+      for (let index = 0; index < input.length; index++) {
+        try {
+          const c = await prepareCreate(input[index], ctx);
+          const uuid = c.uuid ?? randomUUID();
+          const dup = seen.get(uuid);
+          if (dup !== undefined) {
+            throw new ValidationError(`uuid ${uuid} appears twice in this batch (first at item ${dup})`, [{ path: 'uuid', message: 'duplicate in batch' }]);
+          }
+          seen.set(uuid, index);
+          ready.push({ index, c, uuid });
+          results[index] = { index, uuid, status: 201 };
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          const uuid = isObject(input[index]) && typeof input[index].uuid === 'string' ? (input[index].uuid as string) : null;
+          results[index] = { index, uuid, status: 400, error: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
+        }
+      }
+      if (ready.length > 0) {
+        const stamp = now();
+        const docs = await transact(async (tx) => {
+          const existing = await tx.existing(ready.map((r) => r.uuid));
+          const stored = ready.map((r) => {
+            const doc = r.c.kind === 'plain'
+              ? withServiceFields(r.c.doc, r.uuid, stamp.toISOString(), existing.has(r.uuid) ? stamp.toISOString() : undefined)
+              : r.c.doc;
+            return toStored({ ...r.c, doc }, r.uuid, stamp);
+          });
+          const flags = await tx.upsert(stored);
+          for (const r of ready) results[r.index].status = flags.get(r.uuid) === false ? 200 : 201;
+          return stored.map((s) => s.doc);
+        });
+        for (const doc of docs) await runHook(plugins, 'afterCreate', doc, ctx);
+      }
+      const created = results.filter((r) => r.status === 201).length;
+      const updated = results.filter((r) => r.status === 200).length;
+      const failed = results.filter((r) => r.status === 400).length;
+      return { success: failed === 0, total: input.length, created, updated, failed, results };
+    },
+
+    /** One vCon; `summary` = metadata plus summary analyses, `metadata` = no content arrays. */
+    async get(uuid: string, format: 'full' | 'summary' | 'metadata', ctx: RequestCtx): Promise<JsonObject> {
+      const { doc } = await readDoc(uuid, ctx);
+      if (format === 'full') return doc;
+      const meta = metadataOf(doc);
+      if (format === 'summary') {
+        meta.analysis = (Array.isArray(doc.analysis) ? doc.analysis : []).filter((a) => isObject(a) && a.type === 'summary');
+      }
+      return meta;
+    },
+
+    /** A page of vCons, newest first (or by latest tag change with `tags`). */
+    async list(raw: Record<string, unknown>, ctx: RequestCtx) {
+      const parsed = parseListQuery(raw);
+      const criteria = await runHook(plugins, 'beforeSearch', { kind: 'list', query: parsed as unknown as Record<string, unknown> }, ctx);
+      const q = criteria.query as unknown as ListQuery;
+      const rows = await repo.list(q, { withDoc: q.format === 'full' });
+      const has_more = rows.length > q.limit;
+      const page = rows.slice(0, q.limit);
+      let data: unknown[];
+      if (q.format === 'ids_only') data = page.map((r) => r.uuid);
+      else if (q.format === 'full') data = await Promise.all(page.map((r) => runHook(plugins, 'afterRead', r.doc as JsonObject, ctx)));
+      else data = page.map(listMetadata);
+      data = await runHook(plugins, 'afterSearch', data, { ...ctx, criteria });
+      return { data, pagination: { limit: q.limit, offset: q.offset, has_more } };
+    },
+
+    /** PATCH of subject, extensions, critical (legacy must_support is stored as critical). */
+    async update(uuid: string, patch: unknown, ctx: RequestCtx): Promise<JsonObject> {
+      if (!isObject(patch)) {
+        throw new ValidationError('The update body must be a JSON object', [{ path: '(root)', message: 'must be an object' }]);
+      }
+      const unknownKeys = Object.keys(patch).filter((k) => !(PATCHABLE as readonly string[]).includes(k));
+      if (unknownKeys.length) {
+        throw new ValidationError(
+          `Only subject, extensions and critical (legacy must_support) can be updated; not ${unknownKeys.join(', ')}`,
+          unknownKeys.map((k) => ({ path: k, message: 'is not an updatable field (allowed: subject, extensions, critical, must_support)' })),
+        );
+      }
+      if (Object.keys(patch).length === 0) {
+        throw new ValidationError('Nothing to update: send subject, extensions or critical', [{ path: '(root)', message: 'no fields' }]);
+      }
+      const changes = await runHook(plugins, 'beforeUpdate', patch, { ...ctx, uuid });
+      const { doc } = await modify(uuid, (doc) => {
+        for (const [k, v] of Object.entries(changes)) {
+          if (k === 'must_support') {
+            doc.critical = v;
+            delete doc.must_support;
+          } else {
+            doc[k] = v;
+          }
+        }
+        validate(Vcon, doc, 'update');
+        return { doc, result: undefined };
+      });
+      await runHook(plugins, 'afterUpdate', doc, ctx);
+      return runHook(plugins, 'afterRead', doc, ctx);
+    },
+
+    async remove(uuid: string, ctx: RequestCtx): Promise<{ uuid: string; deleted: true }> {
+      const target = (await runHook(plugins, 'beforeDelete', uuid, ctx)) ?? uuid;
+      const deleted = await repo.remove(target);
+      if (!deleted) throw new NotFoundError('vcon', target);
+      await runHook(plugins, 'afterDelete', target, ctx);
+      return { uuid: target, deleted: true };
+    },
+
+    /** Appends a dialog, analysis or attachment atomically; the index is the real one. */
+    async append(uuid: string, kind: SubResource, item: unknown, ctx: RequestCtx): Promise<{ uuid: string; index: number; item: JsonObject }> {
+      const schema = kind === 'dialog' ? Dialog : kind === 'analysis' ? Analysis : Attachment;
+      const what = kind === 'attachments' ? 'attachment' : kind;
+      if (!isObject(item)) throw new ValidationError(`Invalid ${what}: the body must be a JSON object`, [{ path: '(root)', message: 'must be an object' }]);
+      validate(schema, item, what);
+      const changes = await runHook(plugins, 'beforeUpdate', { [kind]: item } as JsonObject, { ...ctx, uuid });
+      const toAdd = isObject(changes[kind]) ? (changes[kind] as JsonObject) : item;
+      const { doc, result: index } = await modify(uuid, (doc) => {
+        const list = Array.isArray(doc[kind]) ? (doc[kind] as unknown[]) : [];
+        list.push(toAdd);
+        doc[kind] = list;
+        const index = list.length - 1;
+        // Index references are checked against the whole document; report them at the item's own path.
+        const r = Vcon.safeParse(doc);
+        if (!r.success) {
+          const details = r.error.issues
+            .filter((i) => i.path[0] === kind && i.path[1] === index)
+            .map((i) => ({ path: i.path.slice(2).join('.') || '(root)', message: i.message }));
+          throw new ValidationError(`Invalid ${what}: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, details);
+        }
+        return { doc, result: index };
+      });
+      await runHook(plugins, 'afterUpdate', doc, ctx);
+      return { uuid, index, item: toAdd };
+    },
+
+    /** Analyses of a vCon, optionally of one type (read through the read hooks). */
+    async getAnalysis(uuid: string, type: string | undefined, ctx: RequestCtx): Promise<JsonObject[]> {
+      const { doc } = await readDoc(uuid, ctx);
+      const list = (Array.isArray(doc.analysis) ? doc.analysis : []).filter(isObject);
+      return type === undefined ? list : list.filter((a) => a.type === type);
+    },
+
+    /** Attachments, by `purpose` (legacy `type` when no purpose) and/or legacy `type`. */
+    async getAttachments(uuid: string, filter: { purpose?: string; type?: string }, ctx: RequestCtx): Promise<JsonObject[]> {
+      const { doc } = await readDoc(uuid, ctx);
+      const list = (Array.isArray(doc.attachments) ? doc.attachments : []).filter(isObject);
+      return list.filter((a) => {
+        if (filter.purpose !== undefined) {
+          const ok = filter.purpose === 'tags' ? isTagsAttachment(a) : a.purpose === filter.purpose || (a.purpose === undefined && a.type === filter.purpose);
+          if (!ok) return false;
+        }
+        if (filter.type !== undefined) {
+          const ok = filter.type === 'tags' ? isTagsAttachment(a) : a.type === filter.type;
+          if (!ok) return false;
+        }
+        return true;
+      });
+    },
+
+    /** Locks, changes and stores a document (used by the tag service). */
+    modify,
+    readDoc,
+  };
+}
+
+export type VconService = ReturnType<typeof createVconService>;

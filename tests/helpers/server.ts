@@ -1,0 +1,66 @@
+import { parseConfig, type EnvInput } from '../../src/config.js';
+import { startInstance, type Instance } from '../../src/main.js';
+import { createLogger } from '../../src/logger.js';
+import { adminSql, databaseUrl, testSchemaName } from './db.js';
+
+export const KEY = 'test-key-rw';
+export const RO_KEY = 'test-key-ro';
+
+export interface TestServer {
+  instance: Instance;
+  base: string;
+  schema: string;
+  /** fetch against the REST base with the read-write key unless headers say otherwise. */
+  api(path: string, init?: RequestInit & { json?: unknown; key?: string | null }): Promise<{ status: number; headers: Headers; body: any }>;
+  close(): Promise<void>;
+}
+
+/** Starts a real instance (HTTP, port 0) in its own throwaway schema. */
+export async function startTestServer(env: EnvInput = {}): Promise<TestServer> {
+  const schema = (env.SUPABASE_DB_SCHEMA as string | undefined) ?? testSchemaName('srv');
+  const config = parseConfig({
+    MCP_TRANSPORT: 'http',
+    MCP_HTTP_PORT: '0',
+    DATABASE_URL: databaseUrl(),
+    SUPABASE_DB_SCHEMA: schema,
+    API_KEYS: KEY,
+    API_KEYS_READONLY: RO_KEY,
+    LOG_LEVEL: 'silent',
+    VCON_INSTANCE_LABEL: `label-${schema}`,
+    ...env,
+  });
+  const instance = await startInstance(config, { log: createLogger(config) });
+  const base = `${instance.url}${config.rest.basePath}`;
+  return {
+    instance,
+    base,
+    schema,
+    async api(path, init = {}) {
+      const headers = new Headers(init.headers);
+      const key = init.key === undefined ? KEY : init.key;
+      if (key !== null && !headers.has('authorization')) headers.set('authorization', `Bearer ${key}`);
+      let body = init.body;
+      if (init.json !== undefined) {
+        body = JSON.stringify(init.json);
+        if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+      }
+      const res = await fetch(`${base}${path}`, { ...init, headers, body });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        /* not JSON */
+      }
+      return { status: res.status, headers: res.headers, body: parsed };
+    },
+    async close() {
+      await instance.stop();
+      if (!env.SUPABASE_DB_SCHEMA) {
+        const admin = adminSql();
+        await admin.unsafe(`drop schema if exists "${schema}" cascade`);
+        await admin.end();
+      }
+    },
+  };
+}
