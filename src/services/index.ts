@@ -13,4 +13,6 @@ export interface Services {
   discovery: DiscoveryService;
   meta: MetaService;
   plugins: readonly Plugin[];
+  // Added by the search issue (#5): search: SearchService  (content / semantic / hybrid)
+  // Added by the database issue (#7): database: DatabaseService, analytics: AnalyticsService
 }
