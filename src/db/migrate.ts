@@ -57,7 +57,8 @@ export async function ensureExtensions(sql: Sql, log?: MigrationLog): Promise<{ 
   try {
     await sql.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(hashtext('vcon-launch:extensions'))`;
-      await tx`create schema if not exists extensions`;
+      const [ns] = await tx`select 1 from pg_namespace where nspname = 'extensions'`;
+      if (!ns) await tx`create schema extensions`;
       await tx`grant usage on schema extensions to public`;
       const [row] = await tx<{ nspname: string }[]>`
         select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'pg_trgm'`;
@@ -112,7 +113,10 @@ export async function migrate(
   await sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(hashtext(${'vcon-launch:migrate:' + schema}))`;
     const q = quoteIdent(schema);
-    await tx.unsafe(`create schema if not exists ${q}`);
+    // Read pg_namespace after taking the lock: the query also flushes this connection's catalog
+    // cache, which may hold a stale "schema missing" entry from before a concurrent runner committed.
+    const [ns] = await tx`select 1 from pg_namespace where nspname = ${schema}`;
+    if (!ns) await tx.unsafe(`create schema ${q}`);
     // Pin this transaction's path to the group's schema so migrations can use unqualified names.
     await tx.unsafe(`set local search_path to ${q}, extensions`);
     await tx.unsafe(`create table if not exists ${q}.schema_migrations (
@@ -134,7 +138,7 @@ export async function migrate(
       appliedNow.push(m.name);
     }
   });
-  if (appliedNow.length) opts.log?.info({ schema, applied: appliedNow }, 'migrations applied');
+  if (appliedNow.length) opts.log?.info({ migrated_schema: schema, applied: appliedNow }, 'migrations applied');
   return { applied: appliedNow };
 }
 
