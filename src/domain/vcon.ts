@@ -74,11 +74,14 @@ export const Dialog = z
     message_id: z.string().optional(),
     body: z.unknown().optional(),
   })
-  .superRefine((d, ctx) => {
-    if (d.type === 'incomplete' && (typeof d.disposition !== 'string' || d.disposition === '')) {
-      ctx.addIssue({ code: 'custom', path: ['disposition'], message: 'is required when type is incomplete' });
-    }
-  });
+  .superRefine(
+    (d, ctx) => {
+      if (d?.type === 'incomplete' && (typeof d.disposition !== 'string' || d.disposition === '')) {
+        ctx.addIssue({ code: 'custom', path: ['disposition'], message: 'is required when type is incomplete' });
+      }
+    },
+    { when: (p) => typeof p.value === 'object' && p.value !== null },
+  );
 export type Dialog = z.infer<typeof Dialog>;
 
 export const Analysis = z
@@ -93,11 +96,7 @@ export const Analysis = z
     encoding: Encoding.optional(),
     body: z.string({ error: 'must be a string (serialise structured output and set encoding "json")' }).optional(),
     url: z.string().optional(),
-  })
-  .superRefine((a, ctx) => {
-    if ('schema_version' in a) {
-      ctx.addIssue({ code: 'custom', path: ['schema_version'], message: 'is not a vCon field: use `schema`' });
-    }
+    schema_version: z.undefined({ error: 'is not a vCon field: use `schema`' }).optional(),
   });
 export type Analysis = z.infer<typeof Analysis>;
 
@@ -138,7 +137,11 @@ const indexList = (v: unknown): number[] => (Array.isArray(v) ? v.flat(2) : type
 /** The plain (unsigned, unencrypted) vCon, with index references checked. */
 export const Vcon = z
   .looseObject(VconFields)
-  .superRefine((v, ctx) => {
+  .superRefine(
+    (v, ctx) => {
+    // Runs even when other fields failed, so one 400 lists every problem: read defensively.
+    const list = (x: unknown) => (Array.isArray(x) ? x.filter((i) => typeof i === 'object' && i !== null) : []);
+    v = { ...v, parties: list(v.parties), dialog: list(v.dialog), analysis: list(v.analysis), attachments: list(v.attachments) };
     const np = v.parties?.length ?? 0;
     const nd = v.dialog?.length ?? 0;
     const check = (ok: boolean, path: (string | number)[], message: string) => {
@@ -155,7 +158,9 @@ export const Vcon = z
       if (typeof a.party === 'number') check(a.party < np, ['attachments', i, 'party'], `party index ${a.party} is out of range (${np} parties)`);
       if (typeof a.dialog === 'number') check(a.dialog < nd, ['attachments', i, 'dialog'], `dialog index ${a.dialog} is out of range (${nd} dialogs)`);
     });
-  });
+    },
+    { when: (p) => typeof p.value === 'object' && p.value !== null && !Array.isArray(p.value) },
+  );
 export type Vcon = z.infer<typeof Vcon>;
 
 /** A JWS General JSON signed vCon: stored opaque, identified by the uuid in a signature header. */
