@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.js';
 
 export type { Logger };
@@ -8,7 +8,7 @@ export type { Logger };
  * In stdio mode stdout carries the MCP protocol, so logs go to stderr (fd 2) there; always stderr
  * is simplest and keeps the launcher's prefixing uniform.
  */
-export function createLogger(config: Pick<Config, 'logLevel' | 'label' | 'db'>, destination = 2): Logger {
+export function createLogger(config: Pick<Config, 'logLevel' | 'label' | 'db'>, destination: number | DestinationStream = 2): Logger {
   return pino(
     {
       level: config.logLevel,
@@ -27,6 +27,6 @@ export function createLogger(config: Pick<Config, 'logLevel' | 'label' | 'db'>, 
         censor: '[redacted]',
       },
     },
-    pino.destination({ fd: destination, sync: false }),
+    typeof destination === 'number' ? pino.destination({ fd: destination, sync: false }) : destination,
   );
 }
