@@ -1,5 +1,43 @@
 #!/usr/bin/env node
-import { Command } from 'commander';
+// vcon-launch: runs one isolated vcon-server per group. Each command lives in cli/commands/.
+import { Command, CommanderError } from 'commander';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { packageRoot } from '../src/paths.js';
+import { UserError } from './errors.js';
+import { registerStart } from './commands/start.js';
+import { registerStatus } from './commands/status.js';
+import { registerStop } from './commands/stop.js';
 
-const program = new Command('vcon-launch').description('Run one isolated vCon server per group').version('0.1.0');
-program.parse();
+const readVersion = () =>
+  (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** Builds the program with every command registered. */
+export function buildProgram(): Command {
+  const program = new Command('vcon-launch')
+    .description('Run one isolated vCon server (REST + MCP) per group, each in its own PostgreSQL schema')
+    .version(readVersion())
+    .showHelpAfterError('(run with --help for usage)');
+  registerStart(program);
+  registerStatus(program);
+  registerStop(program);
+  return program;
+}
+
+async function main(): Promise<void> {
+  try {
+    await buildProgram().parseAsync();
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode;
+    } else if (err instanceof UserError) {
+      process.stderr.write(`vcon-launch: ${err.message}\n`);
+      process.exitCode = err.exitCode;
+    } else {
+      process.stderr.write(`vcon-launch: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
+      process.exitCode = 1;
+    }
+  }
+}
+
+void main();

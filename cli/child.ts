@@ -1,0 +1,198 @@
+// One group's vcon-server process: spawn, readiness handshake (IPC, then /health), stop.
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { execa } from 'execa';
+import { packageRoot } from '../src/paths.js';
+import { UserError } from './errors.js';
+import type { GroupSpec } from './groups.js';
+import { isAlive } from './registry.js';
+import { sleep } from './output.js';
+
+/** The compiled server entry point every child runs. */
+export function serverEntry(): string {
+  const entry = path.join(packageRoot, 'dist', 'src', 'main.js');
+  if (!existsSync(entry)) throw new UserError(`${entry} is missing: build the project first (npm run build)`);
+  return entry;
+}
+
+export interface ReadyMessage {
+  type: 'ready';
+  pid: number;
+  port: number;
+  url: string;
+  schema: string;
+  label: string | null;
+}
+
+export interface ExitInfo {
+  code: number | undefined;
+  signal: string | undefined;
+}
+
+export interface Child {
+  group: string;
+  pid: number;
+  url: string;
+  port: number;
+  schema: string;
+  label: string | null;
+  /** REST base URL (url + base path). */
+  api: string;
+  /** Settles when the process exits. */
+  exited: Promise<ExitInfo>;
+  /** Sends SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
+  stop(graceMs?: number): Promise<ExitInfo>;
+  /** Detached mode: drop the IPC channel and references so the launcher can exit. */
+  release(): void;
+}
+
+export interface SpawnOptions {
+  /** The complete environment of the child (no inheritance beyond this). */
+  env: Record<string, string>;
+  detached?: boolean;
+  /** Detached children write their output here (appended). */
+  logFile?: string;
+  /** Foreground children: every output line, for prefixing. */
+  onLine?: (line: string) => void;
+  timeoutMs?: number;
+}
+
+/** `${api}/health` → status and body; never throws. */
+export async function fetchHealth(api: string, timeoutMs = 2_000): Promise<{ status: number; body: unknown }> {
+  try {
+    const res = await fetch(`${api}/health`, { signal: AbortSignal.timeout(timeoutMs) });
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body };
+  } catch (err) {
+    return { status: 0, body: { error: (err as Error).message } };
+  }
+}
+
+const describeExit = (e: ExitInfo) => (e.signal ? `killed by ${e.signal}` : `exited with code ${e.code}`);
+
+/** Waits for a pid to disappear; SIGKILL after graceMs. Works for processes we did not spawn. */
+export async function stopPid(pid: number, graceMs: number): Promise<'stopped' | 'killed' | 'gone'> {
+  if (!isAlive(pid)) return 'gone';
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return 'gone';
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!isAlive(pid)) return 'stopped';
+    await sleep(50);
+  }
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return 'stopped';
+  }
+  for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(20);
+  return 'killed';
+}
+
+/**
+ * Spawns `vcon-server` for one group and resolves once it has reported its port over IPC and its
+ * /health answers 200. On failure the child is killed and the error names the group and the reason.
+ */
+export async function spawnChild(spec: GroupSpec, opts: SpawnOptions): Promise<Child> {
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  let logFd: number | undefined;
+  if (opts.detached && opts.logFile) {
+    mkdirSync(path.dirname(opts.logFile), { recursive: true });
+    logFd = openSync(opts.logFile, 'a');
+  }
+  const tail: string[] = [];
+  // execa's types want one literal per call; the runtime accepts a pipe, 'ignore' or a file descriptor alike.
+  const output = (logFd ?? (opts.detached ? 'ignore' : 'pipe')) as 'pipe';
+  const subprocess = execa(process.execPath, [serverEntry()], {
+    env: opts.env,
+    extendEnv: false,
+    ipc: true,
+    stdin: 'ignore',
+    stdout: output,
+    stderr: output,
+    detached: Boolean(opts.detached),
+    // A foreground child dies with the launcher even if the launcher is SIGKILLed mid-start.
+    cleanup: !opts.detached,
+    buffer: false,
+    reject: false,
+  });
+  if (logFd !== undefined) closeSync(logFd);
+  const exited: Promise<ExitInfo> = subprocess.then(
+    (r) => ({ code: r.exitCode, signal: r.signal }),
+    () => ({ code: undefined, signal: undefined }),
+  );
+  for (const stream of [subprocess.stdout, subprocess.stderr]) {
+    if (!stream) continue;
+    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
+      tail.push(line);
+      if (tail.length > 20) tail.shift();
+      opts.onLine?.(line);
+    });
+  }
+  const pid = subprocess.pid;
+  const failWith = async (reason: string): Promise<never> => {
+    subprocess.kill('SIGKILL');
+    await exited;
+    let lines = tail;
+    if (opts.logFile && existsSync(opts.logFile)) lines = readFileSync(opts.logFile, 'utf8').trimEnd().split('\n').slice(-20);
+    const last = lines.filter((l) => l.includes('start failed') || l.includes('Invalid configuration') || l.startsWith('  - ')).slice(-6);
+    throw new UserError(`group ${spec.name}: ${reason}${last.length ? `\n    ${last.join('\n    ')}` : ''}`);
+  };
+  if (pid === undefined) return failWith('could not spawn the server process');
+
+  const deadline = Date.now() + timeoutMs;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)));
+  const ready = await Promise.race([
+    subprocess.getOneMessage({ filter: (m: unknown) => (m as ReadyMessage | undefined)?.type === 'ready' }).then(
+      (m: unknown) => m as ReadyMessage,
+      () => 'exited' as const,
+    ),
+    exited.then((e) => e),
+    timeout,
+  ]);
+  clearTimeout(timer);
+  if (ready === 'timeout') return failWith(`no ready message within ${timeoutMs / 1000} s`);
+  if (ready === 'exited' || !('type' in ready)) {
+    const e = await exited;
+    return failWith(`the server ${describeExit(e)} before it was ready`);
+  }
+  const api = `${ready.url}${spec.config.rest.basePath}`;
+  if (spec.config.rest.enabled) {
+    for (;;) {
+      const h = await fetchHealth(api);
+      if (h.status === 200) break;
+      if (!isAlive(pid)) return failWith(`the server ${describeExit(await exited)} before /health answered`);
+      if (Date.now() > deadline) return failWith(`/health did not answer 200 within ${timeoutMs / 1000} s (last: ${h.status || 'no answer'})`);
+      await sleep(100);
+    }
+  }
+  return {
+    group: spec.name,
+    pid,
+    url: ready.url,
+    port: ready.port,
+    schema: ready.schema,
+    label: ready.label,
+    api,
+    exited,
+    async stop(graceMs = spec.config.shutdownTimeoutMs + 5_000) {
+      await stopPid(pid, graceMs);
+      return exited;
+    },
+    release() {
+      if (subprocess.connected) subprocess.disconnect();
+      subprocess.unref();
+    },
+  };
+}

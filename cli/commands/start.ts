@@ -1,0 +1,157 @@
+import path from 'node:path';
+import type { Command } from 'commander';
+import { spawnChild, type Child } from '../child.js';
+import { openDatabases } from '../database.js';
+import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
+import { UserError } from '../errors.js';
+import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../groups.js';
+import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
+import { formatTable, note } from '../output.js';
+import { createRegistry, type Registry } from '../registry.js';
+import { createLinePrefixer, createSupervisor, entryOf, type Slot } from '../supervisor.js';
+
+/** Options of `vcon-launch start`. */
+export interface StartOptions extends GroupFlags {
+  instancesDir: string;
+  detach?: boolean;
+  /** Per-child readiness timeout. */
+  timeoutMs?: number;
+}
+
+const userOf = (label: string) => label.replace(/^[^@]*@/, '');
+
+/** Refuses groups that are already running, or whose schema a running group already uses. */
+function checkAgainstRunning(specs: GroupSpec[], registry: Registry): void {
+  const { live } = registry.list();
+  const problems: string[] = [];
+  for (const s of specs) {
+    const same = live.find((e) => e.group === s.name);
+    if (same) {
+      problems.push(`group ${s.name} is already running (pid ${same.pid} at ${same.url}); stop it first: vcon-launch stop --group ${s.name}`);
+      continue;
+    }
+    const clash = live.find((e) => e.schema === s.config.db.schema && userOf(e.database) === userOf(s.databaseLabel));
+    if (clash) problems.push(`group ${s.name} would use schema "${clash.schema}", which running group ${clash.group} already serves`);
+  }
+  if (problems.length) throw new UserError(problems.join('\n'));
+}
+
+/** The table printed once every group is healthy. */
+export function formatStartTable(rows: { group: string; label: string | null; schema: string; url: string; pid: number }[]): string {
+  return formatTable(
+    ['GROUP', 'LABEL', 'SCHEMA', 'URL', 'PID'],
+    rows.map((r) => [r.group, r.label, r.schema, r.url, r.pid]),
+  );
+}
+
+/**
+ * Starts one vcon-server per group. Resolves with the exit code: detached, once every group is
+ * healthy (children keep running); in the foreground, once the children have been stopped.
+ */
+export async function startGroups(opts: StartOptions, launcher: LauncherEnvironment): Promise<number> {
+  const envDir = resolveDir(opts.envDir);
+  const registry = createRegistry(resolveDir(opts.instancesDir));
+  const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
+  checkAgainstRunning(specs, registry);
+
+  const t0 = Date.now();
+  const databases = await openDatabases(specs);
+  const prefix = createLinePrefixer(specs.map((s) => s.name));
+  const slots: Slot[] = specs.map((spec) => {
+    const env: Record<string, string> = { ...launcher.inherited, ...spec.env };
+    // Foreground: the launcher holds the embedded cluster for its whole life and hands children its
+    // URL. Detached: the launcher leaves, so each child joins the cluster itself and the last child
+    // to stop shuts it down.
+    if (!databases.isEmbedded(spec) || !opts.detach) env.DATABASE_URL = databases.urlOf(spec);
+    return { spec, env };
+  });
+
+  let interrupted = false;
+  const started: Child[] = [];
+  const abortStart = () => {
+    interrupted = true;
+  };
+  process.once('SIGINT', abortStart);
+  process.once('SIGTERM', abortStart);
+  const results = await Promise.allSettled(
+    slots.map(async (slot) => {
+      const logFile = opts.detach ? path.join(registry.dir, `${slot.spec.name}.log`) : undefined;
+      const child = await spawnChild(slot.spec, {
+        env: slot.env,
+        detached: opts.detach,
+        logFile,
+        onLine: opts.detach ? undefined : prefix(slot.spec.name),
+        timeoutMs: opts.timeoutMs,
+      });
+      started.push(child);
+      slot.child = child;
+      registry.write(entryOf(slot.spec, child, { supervisorPid: opts.detach ? null : process.pid, logFile: logFile ?? null }));
+      return child;
+    }),
+  );
+  process.off('SIGINT', abortStart);
+  process.off('SIGTERM', abortStart);
+
+  const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
+  if (failures.length || interrupted) {
+    // All or nothing: a half-started set of groups would be worse than none.
+    await Promise.all(started.map((c) => c.stop()));
+    for (const s of specs) registry.remove(s.name);
+    await databases.release();
+    for (const f of failures) note(f instanceof UserError ? f.message : `unexpected error: ${f.stack ?? f.message}`);
+    note(interrupted ? 'interrupted; every started group was stopped' : `${failures.length} of ${specs.length} group(s) failed to start; nothing is left running`);
+    return 1;
+  }
+
+  const ms = Date.now() - t0;
+  process.stdout.write(
+    formatStartTable(slots.map((s) => ({ group: s.spec.name, label: s.child!.label, schema: s.child!.schema, url: s.child!.url, pid: s.child!.pid }))) + '\n',
+  );
+  const basePaths = new Set(specs.map((s) => s.config.rest.basePath));
+  note(
+    `${specs.length} group(s) healthy in ${(ms / 1000).toFixed(1)} s; REST under <URL>${basePaths.size === 1 ? [...basePaths][0] : '<REST_API_BASE_PATH>'}, MCP at <URL>/mcp`,
+  );
+
+  if (opts.detach) {
+    for (const c of started) c.release();
+    // The children joined the embedded cluster themselves; leaving it does not stop it.
+    await databases.release();
+    note(`detached; registry in ${registry.dir}; stop with: vcon-launch stop --all`);
+    return 0;
+  }
+
+  const supervisor = createSupervisor(slots, { registry, prefix });
+  let stopping: Promise<void> | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      note(`${signal} again: killing the children now`);
+      for (const s of slots) if (s.child) process.kill(s.child.pid, 'SIGKILL');
+      return;
+    }
+    note(`${signal}: stopping ${specs.length} group(s)`);
+    stopping = supervisor.stopAll();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  note('supervising; Ctrl-C stops every group');
+  await supervisor.done;
+  await stopping;
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  await databases.release();
+  note('all groups stopped');
+  return 0;
+}
+
+/** Wires `vcon-launch start`. */
+export function registerStart(program: Command): void {
+  const cmd = program
+    .command('start')
+    .description('start one vcon-server per group and wait until each /health answers')
+    .option('--detach', 'leave the groups running in the background and exit once all are healthy');
+  addGroupFlags(cmd);
+  addInstancesDirFlag(cmd);
+  cmd.action(async (opts: StartOptions) => {
+    process.exitCode = await startGroups(opts, readLauncherEnvironment());
+  });
+}

@@ -1,0 +1,85 @@
+import type { Command } from 'commander';
+import { fetchHealth } from '../child.js';
+import { resolveDir } from '../groups.js';
+import { addInstancesDirFlag } from '../options.js';
+import { formatTable, note } from '../output.js';
+import { createRegistry } from '../registry.js';
+
+/** One row of `vcon-launch status --json`. */
+export interface GroupStatus {
+  group: string;
+  pid: number;
+  url: string;
+  port: number;
+  schema: string;
+  label: string | null;
+  /** healthy (200), unhealthy (503 or another status) or unreachable (no answer). */
+  status: 'healthy' | 'unhealthy' | 'unreachable';
+  /** The live /health body, as the instance reports it. */
+  health: unknown;
+  database: string;
+  env_file: string;
+  started_at: string;
+  supervisor_pid: number | null;
+  log_file: string | null;
+}
+
+/**
+ * Reads the registry (removing stale entries, reported through `onStale`) and asks each running
+ * group for its /health, all in parallel.
+ */
+export async function collectStatus(instancesDir: string, onStale: (group: string, pid: number) => void = () => {}): Promise<GroupStatus[]> {
+  const { live, stale } = createRegistry(instancesDir).list();
+  for (const s of stale) onStale(s.group, s.pid);
+  return Promise.all(
+    live.map(async (e) => {
+      const h = await fetchHealth(`${e.url}${e.api_base_path ?? '/api/v1'}`);
+      const status: GroupStatus['status'] = h.status === 200 ? 'healthy' : h.status === 0 ? 'unreachable' : 'unhealthy';
+      return {
+        group: e.group,
+        pid: e.pid,
+        url: e.url,
+        port: e.port,
+        schema: e.schema,
+        label: e.label,
+        status,
+        health: h.body,
+        database: e.database,
+        env_file: e.env_file,
+        started_at: e.started_at,
+        supervisor_pid: e.supervisor_pid,
+        log_file: e.log_file,
+      };
+    }),
+  );
+}
+
+/** The status table: what the registry says next to what each instance reports about itself. */
+export function formatStatusTable(rows: GroupStatus[]): string {
+  return formatTable(
+    ['GROUP', 'STATUS', 'PID', 'URL', 'SCHEMA', 'LABEL', 'DATABASE', 'REPORTED (schema / label / db)', 'MODE'],
+    rows.map((r) => {
+      const h = (r.health ?? {}) as { schema?: string; instance?: string | null; database?: string };
+      const reported = r.status === 'unreachable' ? 'no answer' : `${h.schema ?? '?'} / ${h.instance ?? '-'} / ${h.database ?? '?'}`;
+      return [r.group, r.status, r.pid, r.url, r.schema, r.label, r.database, reported, r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached'];
+    }),
+  );
+}
+
+/** Wires `vcon-launch status`. */
+export function registerStatus(program: Command): void {
+  const cmd = program
+    .command('status')
+    .description("list running groups with each instance's live /health")
+    .option('--json', 'print a JSON array (group, pid, url, port, schema, label, status, health, ...)');
+  addInstancesDirFlag(cmd);
+  cmd.action(async (opts: { json?: boolean; instancesDir: string }) => {
+    const rows = await collectStatus(resolveDir(opts.instancesDir), (group, pid) =>
+      note(`removed the stale entry of group ${group} (pid ${pid} is no longer running)`),
+    );
+    if (opts.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
+    else if (rows.length === 0) process.stdout.write('no groups are running\n');
+    else process.stdout.write(formatStatusTable(rows) + '\n');
+    process.exitCode = rows.every((r) => r.status === 'healthy') ? 0 : 1;
+  });
+}

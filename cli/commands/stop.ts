@@ -1,0 +1,67 @@
+import type { Command } from 'commander';
+import { stopPid } from '../child.js';
+import { UserError } from '../errors.js';
+import { resolveDir } from '../groups.js';
+import { addInstancesDirFlag } from '../options.js';
+import { note } from '../output.js';
+import { createRegistry } from '../registry.js';
+
+/** Options of `vcon-launch stop`. */
+export interface StopOptions {
+  group?: string[];
+  all?: boolean;
+  instancesDir: string;
+  /** How long a child gets to finish in-flight requests before SIGKILL. */
+  timeoutMs?: number;
+}
+
+/** What happened to each group. */
+export interface StopResult {
+  group: string;
+  pid: number | null;
+  outcome: 'stopped' | 'killed' | 'not running';
+}
+
+/**
+ * Stops running groups gracefully (SIGTERM; SIGKILL after the timeout) and removes their
+ * registry entries. A group under a foreground supervisor stays down: a clean exit is not a crash.
+ */
+export async function stopGroups(opts: StopOptions): Promise<StopResult[]> {
+  const registry = createRegistry(resolveDir(opts.instancesDir));
+  const { live } = registry.list();
+  const named = opts.group ?? [];
+  if (opts.all && named.length) throw new UserError('use either --group NAME or --all, not both');
+  if (!opts.all && !named.length) throw new UserError('name the groups with --group NAME (repeatable) or use --all');
+  const targets = opts.all ? live.map((e) => e.group) : [...new Set(named)];
+  return Promise.all(
+    targets.map(async (group): Promise<StopResult> => {
+      const entry = live.find((e) => e.group === group);
+      if (!entry) return { group, pid: null, outcome: 'not running' };
+      const outcome = await stopPid(entry.pid, opts.timeoutMs ?? 15_000);
+      registry.remove(group);
+      return { group, pid: entry.pid, outcome: outcome === 'killed' ? 'killed' : 'stopped' };
+    }),
+  );
+}
+
+/** Wires `vcon-launch stop`. */
+export function registerStop(program: Command): void {
+  const cmd = program
+    .command('stop')
+    .description('stop running groups gracefully (SIGTERM, then SIGKILL after a timeout)')
+    .option('--group <name>', 'a group; repeat for several', (v: string, p: string[] = []) => [...p, v])
+    .option('--all', 'every running group')
+    .option('--timeout <seconds>', 'grace period before SIGKILL', '15');
+  addInstancesDirFlag(cmd);
+  cmd.action(async (opts: StopOptions & { timeout: string }) => {
+    const seconds = Number(opts.timeout);
+    if (!Number.isFinite(seconds) || seconds < 0) throw new UserError(`--timeout must be a number of seconds, got "${opts.timeout}"`);
+    const results = await stopGroups({ ...opts, timeoutMs: seconds * 1000 });
+    if (!results.length) process.stdout.write('no groups are running\n');
+    for (const r of results) {
+      if (r.outcome === 'not running') process.stdout.write(`${r.group}: not running\n`);
+      else process.stdout.write(`${r.group}: ${r.outcome === 'killed' ? 'killed after the timeout' : 'stopped'} (pid ${r.pid})\n`);
+    }
+    if (results.some((r) => r.outcome === 'killed')) note('some groups did not stop within the timeout and were killed');
+  });
+}

@@ -1,0 +1,25 @@
+// The launcher's only reader of process.env (STYLE.md 1): what children inherit, and the
+// launcher's own DATABASE_URL. Group settings come from env files, never from the shell.
+import { EnvSchema, type EnvInput } from '../src/config.js';
+
+export interface LauncherEnvironment {
+  /** The launcher's environment minus every server variable, as the base of each child's env. */
+  inherited: Record<string, string>;
+  /** DATABASE_URL (or SUPABASE_DB_URL) of the launcher's shell: the default for groups that set none. */
+  databaseUrl: string | undefined;
+  /** Whether stderr is an interactive terminal (progress lines). */
+  interactive: boolean;
+}
+
+const SERVER_VARIABLES = new Set(Object.keys(EnvSchema.shape));
+
+/** Reads the launcher's own environment once; everything else receives the result. */
+export function readLauncherEnvironment(env: EnvInput = process.env): LauncherEnvironment {
+  const inherited: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    // A server variable in the operator's shell would silently apply to every group; the env files decide.
+    if (v !== undefined && !SERVER_VARIABLES.has(k)) inherited[k] = v;
+  }
+  const databaseUrl = env.DATABASE_URL?.trim() || env.SUPABASE_DB_URL?.trim() || undefined;
+  return { inherited, databaseUrl, interactive: Boolean(process.stderr.isTTY) };
+}

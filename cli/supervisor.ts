@@ -1,0 +1,127 @@
+// The foreground supervisor: prefixes children's log lines, restarts crashed children with
+// backoff, keeps the registry current, and stops everything on request.
+import { spawnChild, type Child, type ExitInfo } from './child.js';
+import type { GroupSpec } from './groups.js';
+import { note } from './output.js';
+import type { Registry, RegistryEntry } from './registry.js';
+
+/** Restart delays: the first is short so a one-off crash costs well under a second. */
+const BACKOFF_MS = [100, 500, 1_000, 2_000, 5_000, 10_000, 30_000];
+/** A child that stayed up this long is healthy again: its next crash starts the backoff over. */
+const STABLE_AFTER_MS = 30_000;
+
+export interface Slot {
+  spec: GroupSpec;
+  env: Record<string, string>;
+  child?: Child;
+}
+
+export interface Supervisor {
+  /** Resolves when every child has stopped (after stopAll, or when each was stopped from outside). */
+  done: Promise<void>;
+  stopAll(): Promise<void>;
+}
+
+/** Builds the registry entry of a running child. */
+export function entryOf(spec: GroupSpec, child: Child, opts: { supervisorPid: number | null; logFile: string | null }): RegistryEntry {
+  return {
+    group: spec.name,
+    pid: child.pid,
+    url: child.url,
+    port: child.port,
+    schema: child.schema,
+    label: child.label,
+    env_file: spec.envFile,
+    started_at: new Date().toISOString(),
+    database: spec.databaseLabel,
+    supervisor_pid: opts.supervisorPid,
+    log_file: opts.logFile,
+    api_base_path: spec.config.rest.basePath,
+  };
+}
+
+/** A writer that prefixes each line with the group, padded so the columns line up. */
+export function createLinePrefixer(names: string[]) {
+  const width = Math.max(...names.map((n) => n.length));
+  return (group: string) => (line: string) => process.stderr.write(`${group.padEnd(width)} | ${line}\n`);
+}
+
+/**
+ * Supervises already-started children: a child that exits on its own with code 0 (stopped with
+ * `vcon-launch stop`) stays down; any other exit is a crash and is restarted with backoff.
+ */
+export function createSupervisor(slots: Slot[], deps: { registry: Registry; prefix: (group: string) => (line: string) => void }): Supervisor {
+  let shuttingDown = false;
+  const timers = new Set<NodeJS.Timeout>();
+  const pending = new Set<Slot>(slots);
+  let resolveDone!: () => void;
+  const done = new Promise<void>((r) => (resolveDone = r));
+  const finish = (slot: Slot) => {
+    pending.delete(slot);
+    if (pending.size === 0) resolveDone();
+  };
+
+  const watch = (slot: Slot, child: Child, attempt: number) => {
+    const startedAt = Date.now();
+    void child.exited.then((exit: ExitInfo) => {
+      if (slot.child === child) slot.child = undefined;
+      deps.registry.remove(slot.spec.name);
+      if (shuttingDown) return;
+      if (exit.code === 0 && !exit.signal) {
+        note(`group ${slot.spec.name} stopped (pid ${child.pid})`);
+        finish(slot);
+        return;
+      }
+      const next = Date.now() - startedAt > STABLE_AFTER_MS ? 0 : attempt;
+      const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+      const delay = BACKOFF_MS[Math.min(next, BACKOFF_MS.length - 1)];
+      note(`group ${slot.spec.name} crashed: pid ${child.pid} ${how}; restarting in ${delay} ms (restart ${next + 1})`);
+      schedule(slot, next + 1, delay);
+    });
+  };
+
+  const schedule = (slot: Slot, attempt: number, delay: number) => {
+    const t = setTimeout(async () => {
+      timers.delete(t);
+      if (shuttingDown) return;
+      try {
+        const child = await spawnChild(slot.spec, { env: slot.env, onLine: deps.prefix(slot.spec.name) });
+        if (shuttingDown) {
+          await child.stop();
+          return;
+        }
+        slot.child = child;
+        deps.registry.write(entryOf(slot.spec, child, { supervisorPid: process.pid, logFile: null }));
+        note(`group ${slot.spec.name} restarted: pid ${child.pid} at ${child.url}`);
+        watch(slot, child, attempt);
+      } catch (err) {
+        const delayNext = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
+        note(`group ${slot.spec.name} failed to restart: ${(err as Error).message}; retrying in ${delayNext} ms`);
+        schedule(slot, attempt + 1, delayNext);
+      }
+    }, delay);
+    timers.add(t);
+  };
+
+  for (const slot of slots) if (slot.child) watch(slot, slot.child, 0);
+
+  return {
+    done,
+    async stopAll() {
+      shuttingDown = true;
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      await Promise.all(
+        slots.map(async (slot) => {
+          const child = slot.child;
+          if (child) {
+            await child.stop();
+            deps.registry.remove(slot.spec.name);
+          }
+          finish(slot);
+        }),
+      );
+      resolveDone();
+    },
+  };
+}
