@@ -1,0 +1,336 @@
+// Catalog reads of this instance's own schema (API.md "Database and analytics"). Every query
+// filters on the schema name passed as a bound parameter; the name comes from validated config
+// (SchemaName), never from a request. Figures from pg_class.reltuples and pg_stat_* are estimates.
+import type { Sql } from './client.js';
+
+export interface ColumnInfo {
+  name: string;
+  type: string;
+  not_null: boolean;
+  default: string | null;
+  generated: boolean;
+}
+
+export interface IndexInfo {
+  name: string;
+  table: string;
+  definition: string;
+  method: string;
+  unique: boolean;
+  primary: boolean;
+  valid: boolean;
+  constraint: boolean;
+  /** Column numbers of the key (0 = expression), as in pg_index.indkey. */
+  keys: number[];
+  columns: string[];
+  opclasses: string;
+  expression: string | null;
+  predicate: string | null;
+  bytes: number;
+}
+
+export interface TableInfo {
+  name: string;
+  kind: 'table' | 'partitioned_table';
+  /** pg_class.reltuples: null until the table has been analyzed (an estimate afterwards). */
+  row_estimate: number | null;
+  total_bytes: number;
+  table_bytes: number;
+  heap_bytes: number;
+  toast_bytes: number;
+  index_bytes: number;
+  comment: string | null;
+}
+
+export interface ConstraintInfo {
+  table: string;
+  name: string;
+  type: 'primary_key' | 'foreign_key' | 'unique' | 'check' | 'exclusion' | 'not_null' | 'trigger';
+  definition: string;
+}
+
+export interface TableStats {
+  table: string;
+  seq_scan: number;
+  seq_tup_read: number;
+  idx_scan: number | null;
+  idx_tup_fetch: number | null;
+  n_tup_ins: number;
+  n_tup_upd: number;
+  n_tup_del: number;
+  n_tup_hot_upd: number;
+  n_live_tup: number;
+  n_dead_tup: number;
+  n_mod_since_analyze: number;
+  last_vacuum: Date | null;
+  last_autovacuum: Date | null;
+  last_analyze: Date | null;
+  last_autoanalyze: Date | null;
+  vacuum_count: number;
+  autovacuum_count: number;
+  analyze_count: number;
+  autoanalyze_count: number;
+  heap_blks_read: number;
+  heap_blks_hit: number;
+  idx_blks_read: number;
+  idx_blks_hit: number;
+  toast_blks_read: number;
+  toast_blks_hit: number;
+  heap_bytes: number;
+  reltuples: number | null;
+}
+
+export interface IndexStats {
+  table: string;
+  index: string;
+  idx_scan: number;
+  idx_tup_read: number;
+  idx_tup_fetch: number;
+  idx_blks_read: number;
+  idx_blks_hit: number;
+  bytes: number;
+  unique: boolean;
+  primary: boolean;
+  constraint: boolean;
+}
+
+export interface SessionInfo {
+  pid: number;
+  state: string | null;
+  running_s: number | null;
+  transaction_s: number | null;
+  wait_event_type: string | null;
+  wait_event: string | null;
+  query: string | null;
+}
+
+export interface ConnectionInfo {
+  application_name: string;
+  by_state: { state: string; count: number }[];
+  /** Sessions of this application (same database, role and application_name) open for long. */
+  long_running: SessionInfo[];
+  idle_in_transaction: SessionInfo[];
+  server: { total: number; max_connections: number; reserved: number };
+}
+
+export interface ExplainResult {
+  plan: unknown;
+  search_path: string;
+}
+
+const QUERY_TEXT_CHARS = 200;
+
+/** Reads of the PostgreSQL catalog restricted to one schema, plus the guarded EXPLAIN. */
+export function createIntrospectionRepo(sql: Sql, schema: string) {
+  // Same path as the pool's (client.ts); re-applied inside the EXPLAIN transaction.
+  const searchPath = schema === 'public' ? 'public, extensions' : `"${schema}", extensions`;
+
+  return {
+    schema,
+
+    async tables(): Promise<TableInfo[]> {
+      return sql<TableInfo[]>`
+        select c.relname as name,
+               case c.relkind when 'p' then 'partitioned_table' else 'table' end as kind,
+               case when c.reltuples < 0 then null else c.reltuples::float8 end as row_estimate,
+               pg_total_relation_size(c.oid)::float8 as total_bytes,
+               pg_table_size(c.oid)::float8 as table_bytes,
+               pg_relation_size(c.oid)::float8 as heap_bytes,
+               coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)::float8 as toast_bytes,
+               pg_indexes_size(c.oid)::float8 as index_bytes,
+               obj_description(c.oid, 'pg_class') as comment
+        from pg_class c
+        join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = ${schema} and c.relkind in ('r', 'p')
+        order by c.relname`;
+    },
+
+    async views(): Promise<{ name: string; kind: 'view' | 'materialized_view' }[]> {
+      return sql<{ name: string; kind: 'view' | 'materialized_view' }[]>`
+        select c.relname as name, case c.relkind when 'm' then 'materialized_view' else 'view' end as kind
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = ${schema} and c.relkind in ('v', 'm')
+        order by c.relname`;
+    },
+
+    async columns(): Promise<(ColumnInfo & { table: string })[]> {
+      return sql<(ColumnInfo & { table: string })[]>`
+        select c.relname as table, a.attname as name, format_type(a.atttypid, a.atttypmod) as type,
+               a.attnotnull as not_null, pg_get_expr(d.adbin, d.adrelid) as default,
+               a.attgenerated <> '' as generated
+        from pg_attribute a
+        join pg_class c on c.oid = a.attrelid
+        join pg_namespace n on n.oid = c.relnamespace
+        left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+        where n.nspname = ${schema} and c.relkind in ('r', 'p', 'v', 'm') and a.attnum > 0 and not a.attisdropped
+        order by c.relname, a.attnum`;
+    },
+
+    async indexes(): Promise<IndexInfo[]> {
+      const rows = await sql<(Omit<IndexInfo, 'keys'> & { keys: string })[]>`
+        select i.relname as name, t.relname as table, pg_get_indexdef(i.oid) as definition, am.amname as method,
+               x.indisunique as unique, x.indisprimary as primary, x.indisvalid as valid,
+               exists (select 1 from pg_constraint k where k.conindid = i.oid) as constraint,
+               x.indkey::text as keys,
+               array(select coalesce(a.attname, '(expression)')
+                     from unnest(x.indkey) with ordinality as u(attnum, ord)
+                     left join pg_attribute a on a.attrelid = t.oid and a.attnum = u.attnum
+                     order by u.ord) as columns,
+               x.indclass::text || '/' || x.indcollation::text || '/' || x.indoption::text as opclasses,
+               pg_get_expr(x.indexprs, x.indrelid) as expression,
+               pg_get_expr(x.indpred, x.indrelid) as predicate,
+               pg_relation_size(i.oid)::float8 as bytes
+        from pg_index x
+        join pg_class i on i.oid = x.indexrelid
+        join pg_class t on t.oid = x.indrelid
+        join pg_namespace n on n.oid = t.relnamespace
+        join pg_am am on am.oid = i.relam
+        where n.nspname = ${schema}
+        order by t.relname, i.relname`;
+      return rows.map((r) => ({ ...r, keys: r.keys.split(' ').filter(Boolean).map(Number) }));
+    },
+
+    async constraints(): Promise<ConstraintInfo[]> {
+      return sql<ConstraintInfo[]>`
+        select t.relname as table, k.conname as name,
+               case k.contype when 'p' then 'primary_key' when 'f' then 'foreign_key' when 'u' then 'unique'
+                              when 'c' then 'check' when 'x' then 'exclusion' when 'n' then 'not_null' else 'trigger' end as type,
+               pg_get_constraintdef(k.oid) as definition
+        from pg_constraint k
+        join pg_class t on t.oid = k.conrelid
+        join pg_namespace n on n.oid = t.relnamespace
+        where n.nspname = ${schema}
+        order by t.relname, k.conname`;
+    },
+
+    /** pg_stat_user_tables and pg_statio_user_tables of this schema: cumulative counters. */
+    async tableStats(): Promise<TableStats[]> {
+      return sql<TableStats[]>`
+        select s.relname as table,
+               s.seq_scan::float8, s.seq_tup_read::float8, s.idx_scan::float8, s.idx_tup_fetch::float8,
+               s.n_tup_ins::float8, s.n_tup_upd::float8, s.n_tup_del::float8, s.n_tup_hot_upd::float8,
+               s.n_live_tup::float8, s.n_dead_tup::float8, s.n_mod_since_analyze::float8,
+               s.last_vacuum, s.last_autovacuum, s.last_analyze, s.last_autoanalyze,
+               s.vacuum_count::float8, s.autovacuum_count::float8, s.analyze_count::float8, s.autoanalyze_count::float8,
+               coalesce(io.heap_blks_read, 0)::float8 as heap_blks_read, coalesce(io.heap_blks_hit, 0)::float8 as heap_blks_hit,
+               coalesce(io.idx_blks_read, 0)::float8 as idx_blks_read, coalesce(io.idx_blks_hit, 0)::float8 as idx_blks_hit,
+               coalesce(io.toast_blks_read, 0)::float8 as toast_blks_read, coalesce(io.toast_blks_hit, 0)::float8 as toast_blks_hit,
+               pg_relation_size(s.relid)::float8 as heap_bytes,
+               case when c.reltuples < 0 then null else c.reltuples::float8 end as reltuples
+        from pg_stat_user_tables s
+        join pg_class c on c.oid = s.relid
+        left join pg_statio_user_tables io on io.relid = s.relid
+        where s.schemaname = ${schema}
+        order by s.relname`;
+    },
+
+    async indexStats(): Promise<IndexStats[]> {
+      return sql<IndexStats[]>`
+        select s.relname as table, s.indexrelname as index,
+               s.idx_scan::float8, s.idx_tup_read::float8, s.idx_tup_fetch::float8,
+               coalesce(io.idx_blks_read, 0)::float8 as idx_blks_read, coalesce(io.idx_blks_hit, 0)::float8 as idx_blks_hit,
+               pg_relation_size(s.indexrelid)::float8 as bytes,
+               x.indisunique as unique, x.indisprimary as primary,
+               exists (select 1 from pg_constraint k where k.conindid = s.indexrelid) as constraint
+        from pg_stat_user_indexes s
+        join pg_index x on x.indexrelid = s.indexrelid
+        left join pg_statio_user_indexes io on io.indexrelid = s.indexrelid
+        where s.schemaname = ${schema}
+        order by s.relname, s.indexrelname`;
+    },
+
+    /** When the cumulative counters of this database were last reset (null: never). */
+    async statsSince(): Promise<Date | null> {
+      const [r] = await sql<{ stats_reset: Date | null }[]>`
+        select stats_reset from pg_stat_database where datname = current_database()`;
+      return r?.stats_reset ?? null;
+    },
+
+    /** Exact row count of the vcons table (the corpus size). */
+    async countVcons(): Promise<number> {
+      const [r] = await sql<{ n: number }[]>`select count(*)::float8 as n from vcons`;
+      return r.n;
+    },
+
+    /**
+     * Sessions of this application only: same database, same role and the pool's own
+     * application_name. Other applications' sessions appear only as a server-wide count.
+     */
+    async connections(longRunningS: number): Promise<ConnectionInfo> {
+      const [app] = await sql<{ name: string }[]>`select current_setting('application_name') as name`;
+      const byState = await sql<{ state: string; count: number }[]>`
+        select coalesce(state, 'unknown') as state, count(*)::int as count
+        from pg_stat_activity
+        where datname = current_database() and usename = current_user
+          and application_name = current_setting('application_name')
+        group by 1 order by 1`;
+      const sessions = await sql<(SessionInfo & { kind: 'long' | 'idle_tx' })[]>`
+        select pid, state,
+               extract(epoch from now() - query_start)::float8 as running_s,
+               extract(epoch from now() - xact_start)::float8 as transaction_s,
+               wait_event_type, wait_event, left(query, ${QUERY_TEXT_CHARS}) as query,
+               case when state = 'active' then 'long' else 'idle_tx' end as kind
+        from pg_stat_activity
+        where datname = current_database() and usename = current_user
+          and application_name = current_setting('application_name')
+          and pid <> pg_backend_pid()
+          and ((state = 'active' and query_start < now() - make_interval(secs => ${longRunningS}))
+            or (state like 'idle in transaction%' and state_change < now() - make_interval(secs => ${longRunningS})))
+        order by query_start`;
+      const [server] = await sql<{ total: number; max_connections: number; reserved: number }[]>`
+        select (select count(*) from pg_stat_activity where backend_type = 'client backend')::int as total,
+               current_setting('max_connections')::int as max_connections,
+               current_setting('superuser_reserved_connections')::int as reserved`;
+      const strip = ({ kind: _kind, ...s }: SessionInfo & { kind: string }) => s;
+      return {
+        application_name: app.name,
+        by_state: byState,
+        long_running: sessions.filter((s) => s.kind === 'long').map(strip),
+        idle_in_transaction: sessions.filter((s) => s.kind === 'idle_tx').map(strip),
+        server,
+      };
+    },
+
+    /**
+     * THE ONE PLACE OUTSIDE THE MIGRATION RUNNER THAT RUNS SQL TEXT (sql.unsafe).
+     *
+     * `statement` must already have passed the read-only statement check of the database service
+     * (a single SELECT or WITH ... SELECT, no comments hiding a second statement, no locking
+     * clause, no dangerous function). Defence in depth around it:
+     * - a READ ONLY transaction, so no write can happen whatever the text says;
+     * - SET LOCAL statement_timeout and lock_timeout (via set_config, bound parameters), and
+ *   standard_conforming_strings on, so the server reads literals as the statement check did;
+     * - search_path re-pinned to this group's schema inside the transaction, so an earlier
+     *   SET on the pooled connection can't redirect unqualified names;
+     * - the extended protocol (simple: false), which refuses more than one statement;
+     * - the transaction is always rolled back, so nothing it touched survives.
+     * Qualified references to other schemas or catalogs are the caller's own query.
+     */
+    async explainUnsafe(statement: string, opts: { analyze: boolean; timeoutMs: number }): Promise<ExplainResult> {
+      const options = opts.analyze ? 'analyze, buffers, format json' : 'format json';
+      let result: ExplainResult | undefined;
+      const rollback = new Error('rollback');
+      try {
+        await sql.begin('read only', async (tx) => {
+          await tx`select set_config('statement_timeout', ${String(opts.timeoutMs)}, true),
+                          set_config('lock_timeout', ${String(Math.min(opts.timeoutMs, 1000))}, true),
+                          set_config('idle_in_transaction_session_timeout', ${String(opts.timeoutMs * 2)}, true),
+                          set_config('search_path', ${searchPath}, true),
+                          set_config('standard_conforming_strings', 'on', true)`;
+          // `simple: false` (a runtime option postgres.js leaves out of its types) forces the
+          // extended protocol even without parameters: the server then rejects a second statement.
+          const protocol = { prepare: false, simple: false };
+          const rows = await tx.unsafe(`explain (${options}) ${statement}`, [], protocol);
+          const first = rows[0] as Record<string, unknown> | undefined;
+          result = { plan: first?.['QUERY PLAN'] ?? null, search_path: searchPath };
+          throw rollback;
+        });
+      } catch (err) {
+        if (err !== rollback) throw err;
+      }
+      return result!;
+    },
+  };
+}
+
+export type IntrospectionRepo = ReturnType<typeof createIntrospectionRepo>;
