@@ -4,7 +4,7 @@
 // directory: each registers as a user; the last one to leave stops the cluster. A postmaster left
 // behind by a killed owner is adopted on the next start.
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -54,14 +54,22 @@ async function freePort(): Promise<number> {
   });
 }
 
-const isAlive = (pid: number) => {
+/** True for a running process; a zombie (exited, not yet reaped, common under a minimal init) is dead. */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-};
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true; // no procfs: trust kill(0)
+  }
+}
+
+let acquisitions = 0;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -119,7 +127,7 @@ function readPostmaster(pgdata: string): { pid: number; port: number } | undefin
 function liveUsers(usersDir: string): number[] {
   const pids: number[] = [];
   for (const f of readdirSync(usersDir)) {
-    const pid = Number(f);
+    const pid = Number(f.split('-')[0]);
     if (pid && isAlive(pid)) pids.push(pid);
     else rmSync(path.join(usersDir, f), { force: true });
   }
@@ -151,6 +159,8 @@ export async function acquireEmbeddedPostgres(baseDir: string, log?: Log): Promi
   const bins = await loadBinaries();
   const owner = await runAs();
   const opts = owner ? { uid: owner.uid, gid: owner.gid } : {};
+  // The server runs as `postgres` when we are root: it must be able to reach its data directory.
+  if (owner) chmodSync(baseDir, 0o711);
 
   const port = await withLock(baseDir, async () => {
     if (!existsSync(path.join(pgdata, 'PG_VERSION'))) {
@@ -191,7 +201,9 @@ export async function acquireEmbeddedPostgres(baseDir: string, log?: Log): Promi
     return p;
   });
 
-  writeFileSync(path.join(usersDir, String(process.pid)), '');
+  // One file per acquisition, so two users in one process are counted apart.
+  const userFile = path.join(usersDir, `${process.pid}-${++acquisitions}`);
+  writeFileSync(userFile, '');
   let released = false;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -201,7 +213,7 @@ export async function acquireEmbeddedPostgres(baseDir: string, log?: Log): Promi
       if (released) return;
       released = true;
       await withLock(baseDir, async () => {
-        rmSync(path.join(usersDir, String(process.pid)), { force: true });
+        rmSync(userFile, { force: true });
         if (liveUsers(usersDir).length > 0) return;
         await run(bins.pg_ctl, ['stop', '-D', pgdata, '-m', 'fast', '-w', '-t', '30'], opts).catch((err: Error) =>
           log?.warn({ err: err.message }, 'embedded PostgreSQL stop failed'),
