@@ -26,11 +26,7 @@ import { createMetaService } from './services/meta-service.js';
 import { createDatabaseService } from './services/database-service.js';
 import { createAnalyticsService } from './services/analytics-service.js';
 import type { Services } from './services/index.js';
-import { createSearchRepo, createVectorWriter } from './db/search-repo.js';
-import { createEmbeddingProvider } from './embeddings/index.js';
-import { createEmbeddingWorker, createSearchService } from './services/search-service.js';
 import { buildApp } from './http/app.js';
-import { createMcpHttp, type McpHttp } from './mcp/http.js';
 
 export interface Instance {
   config: Config;
@@ -39,8 +35,6 @@ export interface Instance {
   services: Services;
   /** Set in HTTP mode. */
   server?: Server;
-  /** The MCP Streamable HTTP endpoint and its sessions (HTTP mode). */
-  mcp?: McpHttp;
   port?: number;
   url?: string;
   stop(): Promise<void>;
@@ -49,24 +43,8 @@ export interface Instance {
 /** Wires the services of one instance over a pinned pool. Exported for tests and tools. */
 export function createServices(sql: Sql, config: Config, plugins: readonly Plugin[] = []): Services {
   const buildInfo = getBuildInfo();
-  // Search (issue #5): embeddings are written by a DerivedWriter inside every write transaction.
-  const searchLog = createLogger(config).child({ component: 'search' });
-  const embedder = createEmbeddingProvider(config, searchLog);
-  const vectorWriter = createVectorWriter(embedder);
-  const transact = createTransactor(sql, [vectorWriter]);
-  const vcons = createVconService({ repo: createVconRepo(sql, [vectorWriter]), transact, plugins });
-  const searchRepo = createSearchRepo(sql);
-  if (embedder.inline) {
-    // Load (or build, once, under a lock) the word vectors now rather than on the first write.
-    embedder.warm?.().catch((err: Error) => searchLog.error({ err: err.message }, 'embedding provider failed to load'));
-  } else {
-    createEmbeddingWorker({
-      repo: searchRepo,
-      transact: (fn) => sql.begin((tx) => fn(createSearchRepo(tx))) as never,
-      provider: embedder,
-      log: searchLog,
-    }).start();
-  }
+  const transact = createTransactor(sql);
+  const vcons = createVconService({ repo: createVconRepo(sql), transact, plugins });
   return {
     health: createHealthService({
       ping: async () => {
@@ -80,7 +58,6 @@ export function createServices(sql: Sql, config: Config, plugins: readonly Plugi
     tags: createTagService({ vcons, repo: createTagRepo(sql), plugins }),
     discovery: createDiscoveryService({ repo: createDiscoveryRepo(sql), plugins }),
     meta: createMetaService(),
-    search: createSearchService({ repo: searchRepo, provider: embedder, plugins }),
     database: createDatabaseService({
       repo: createIntrospectionRepo(sql, config.db.schema),
       analyzeTimeoutMs: Math.min(config.db.statementTimeoutMs, 10_000),
@@ -124,9 +101,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     if (config.mcp.transport !== 'http') {
       return { config, log, sql, services, stop: cleanup };
     }
-    const buildInfo = getBuildInfo();
-    const mcp = createMcpHttp({ config, log, services, buildInfo, production: config.production, basePath: config.rest.basePath });
-    const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });
+    const app = buildApp({ config, log, services, buildInfo: getBuildInfo() });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.mcp.port, config.mcp.host, () => resolve(s));
       s.once('error', reject);
@@ -139,10 +114,8 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
-        // Stop accepting, let in-flight requests finish (bounded), then close the pool. MCP sessions
-        // close first: their open SSE streams would otherwise hold the server until the timeout.
+        // Stop accepting, let in-flight requests finish (bounded), then close the pool.
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        await mcp.close();
         server.closeIdleConnections();
         const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
         await closed;
@@ -150,7 +123,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
         await cleanup();
         log.info('stopped');
       })());
-    return { config, log, sql, services, server, mcp, port, url: baseUrl, stop };
+    return { config, log, sql, services, server, port, url: baseUrl, stop };
   } catch (err) {
     await cleanup();
     throw err;
