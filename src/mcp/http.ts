@@ -1,0 +1,213 @@
+// MCP over Streamable HTTP at /mcp, beside REST on the same express app. One transport and one
+// McpServer per session, so sessions are independent and many can run at once. A session is
+// opened with an API key, keeps that key's scope, and answers only to that key.
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Config } from '../config.js';
+import { createAuth, type AuthInfo } from '../http/auth.js';
+import { sendError } from '../http/error-handler.js';
+import type { Scope } from '../services/context.js';
+import { buildMcpServer, type McpServerDeps } from './server.js';
+
+export const MCP_PATH = '/mcp';
+
+interface Session {
+  id: string;
+  transport: StreamableHTTPServerTransport;
+  server: McpServer;
+  scope: Scope;
+  keyId: string | null;
+  lastSeen: number;
+}
+
+export interface McpHttpOptions extends McpServerDeps {
+  config: Config;
+  /** Sessions idle longer than this are closed (clients that vanished never send DELETE). */
+  idleTimeoutMs?: number;
+  /** Upper bound on open sessions; initialising one more answers 503. */
+  maxSessions?: number;
+}
+
+export interface McpHttp {
+  /** Adds POST/GET/DELETE /mcp to the app (pass as buildApp's `mount`). */
+  mount(app: Express): void;
+  /** Open sessions, by scope (for status and tests). */
+  stats(): { sessions: number; read: number; write: number };
+  /** Closes every session (instance stop); later requests get 503. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_IDLE_MS = 30 * 60_000;
+const DEFAULT_MAX_SESSIONS = 1_000;
+
+/** A JSON-RPC error response for protocol-level problems (no valid session and the like). */
+function rpcError(res: Response, status: number, code: number, message: string): void {
+  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+/** The SDK's AuthInfo for a resolved key: the key's digest id, never the key itself. */
+const authOf = (info: AuthInfo) => ({ token: info.keyId ?? 'anonymous', clientId: info.keyId ?? 'anonymous', scopes: [info.scope] });
+
+const sessionIdOf = (req: Request): string | undefined => {
+  const v = req.headers['mcp-session-id'];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/** The Streamable HTTP endpoint and its session table. */
+export function createMcpHttp(opts: McpHttpOptions): McpHttp {
+  const { config, log } = opts;
+  const production = config.production;
+  const idleMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_MS;
+  const maxSessions = opts.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const sessions = new Map<string, Session>();
+  let closing = false;
+
+  const closeSession = async (s: Session, why: string) => {
+    if (!sessions.delete(s.id)) return;
+    log.info({ session: s.id, scope: s.scope, why }, 'mcp session closed');
+    await s.server.close().catch(() => undefined);
+  };
+
+  const sweep = setInterval(() => {
+    const cutoff = Date.now() - idleMs;
+    for (const s of sessions.values()) if (s.lastSeen < cutoff) void closeSession(s, 'idle');
+  }, Math.min(idleMs, 60_000));
+  sweep.unref();
+
+  // The REST keys and the REST error format; read-only keys may POST here (scope limits tools instead).
+  const auth = createAuth(config, log, { enforceMethods: false });
+  const json = express.json({ limit: config.rest.bodyLimit });
+
+  const cors: RequestHandler = (req, res, next) => {
+    const origins = config.cors.origins;
+    const origin = req.headers.origin;
+    if (origins === '*') res.setHeader('Access-Control-Allow-Origin', '*');
+    else {
+      res.vary('Origin');
+      if (origin && origins.includes(origin)) res.setHeader('Access-Control-Allow-Origin', origin);
+    }
+    res.setHeader('Access-Control-Expose-Headers', 'Mcp-Session-Id, X-Request-Id, X-Version, WWW-Authenticate');
+    if (req.method === 'OPTIONS') {
+      const headers = ['Content-Type', 'Authorization', 'Mcp-Session-Id', 'Mcp-Protocol-Version', 'Last-Event-Id'];
+      if (config.auth.header !== 'authorization') headers.push(config.auth.header);
+      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE, OPTIONS');
+      res.setHeader('Access-Control-Allow-Headers', headers.join(', '));
+      res.setHeader('Access-Control-Max-Age', '600');
+      res.status(204).end();
+      return;
+    }
+    next();
+  };
+
+  const available: RequestHandler = (req, res, next) => {
+    if (closing) {
+      sendError(req, res, 503, 'service_unavailable', 'The server is shutting down', { production });
+      return;
+    }
+    next();
+  };
+
+  /** Hands the request to the SDK with the caller's identity as `req.auth` (extra.authInfo in handlers). */
+  const handle = async (s: Session, req: Request, res: Response) => {
+    s.lastSeen = Date.now();
+    req.auth = authOf(res.locals.auth as AuthInfo);
+    await s.transport.handleRequest(req, res, req.body);
+  };
+
+  /** The session named by the request, or an answer: 400 none given, 404 unknown, 403 another key's. */
+  const existing = (req: Request, res: Response): Session | undefined => {
+    const id = sessionIdOf(req);
+    if (!id) {
+      rpcError(res, 400, -32000, 'Bad Request: send an initialize request without Mcp-Session-Id, then use the id it returns');
+      return undefined;
+    }
+    const s = sessions.get(id);
+    if (!s) {
+      // 404 tells the client to start a new session (MCP Streamable HTTP, "Session Management").
+      rpcError(res, 404, -32001, 'Session not found: it expired or was closed; initialize a new one');
+      return undefined;
+    }
+    const info = res.locals.auth as AuthInfo;
+    if (info.keyId !== s.keyId) {
+      log.warn({ session: id, keyId: info.keyId }, 'mcp session used with another key');
+      sendError(req, res, 403, 'forbidden', 'This MCP session belongs to another API key', {
+        hint: 'A session answers only to the key that opened it; initialize your own session',
+        production,
+      });
+      return undefined;
+    }
+    return s;
+  };
+
+  const post: RequestHandler = async (req, res) => {
+    if (sessionIdOf(req)) {
+      const s = existing(req, res);
+      if (s) await handle(s, req, res);
+      return;
+    }
+    if (!isInitializeRequest(req.body)) {
+      rpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id; the first request of a session must be initialize');
+      return;
+    }
+    if (sessions.size >= maxSessions) {
+      sendError(req, res, 503, 'service_unavailable', `Too many open MCP sessions (${maxSessions}); close one or retry later`, { production });
+      return;
+    }
+    const info = res.locals.auth as AuthInfo;
+    const who = { scope: info.scope, keyId: info.keyId, session: 'initializing' };
+    let session: Session | undefined;
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        who.session = id;
+        session = { id, transport, server, scope: info.scope, keyId: info.keyId, lastSeen: Date.now() };
+        sessions.set(id, session);
+        log.info({ session: id, scope: info.scope, keyId: info.keyId }, 'mcp session opened');
+      },
+    });
+    transport.onclose = () => {
+      if (session) void closeSession(session, 'closed');
+    };
+    const server = buildMcpServer(opts, who);
+    await server.connect(transport);
+    req.auth = authOf(info);
+    await transport.handleRequest(req, res, req.body);
+    // An initialize the SDK refused (bad protocol version, malformed) leaves no session behind.
+    if (!session) await server.close().catch(() => undefined);
+  };
+
+  const getOrDelete: RequestHandler = async (req, res) => {
+    const s = existing(req, res);
+    if (s) await handle(s, req, res);
+  };
+
+  const methodNotAllowed: RequestHandler = (req, res) => {
+    res.setHeader('Allow', 'GET, POST, DELETE, OPTIONS');
+    sendError(req, res, 405, 'method_not_allowed', `${req.method} is not allowed on ${MCP_PATH}`, { production });
+  };
+
+  return {
+    mount(app) {
+      app
+        .route(MCP_PATH)
+        .all(cors, available)
+        .post(auth, json, post)
+        .get(auth, getOrDelete)
+        .delete(auth, getOrDelete)
+        .all(methodNotAllowed);
+    },
+    stats() {
+      let read = 0;
+      for (const s of sessions.values()) if (s.scope === 'read') read++;
+      return { sessions: sessions.size, read, write: sessions.size - read };
+    },
+    async close() {
+      closing = true;
+      clearInterval(sweep);
+      await Promise.all([...sessions.values()].map((s) => closeSession(s, 'shutdown')));
+    },
+  };
+}

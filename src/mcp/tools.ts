@@ -1,0 +1,542 @@
+// The MCP tool table: one tool per REST operation (except batch), over the same services and the
+// same zod schemas. Names follow vcon-mcp where the meaning matches. Keep in sync with README § "MCP".
+import { z } from 'zod';
+import { InvalidParameterError, ValidationError } from '../domain/errors.js';
+import {
+  enumParam, GET_FORMATS, ListQuerySchema, stringParam, uuidParam,
+} from '../domain/queries.js';
+import { Analysis, Attachment, Dialog, Uuid, Vcon } from '../domain/vcon.js';
+import { EXAMPLE_TYPES } from '../domain/examples.js';
+import type { RequestCtx } from '../services/context.js';
+import type { Services } from '../services/index.js';
+import type { DiscoveryKind } from '../services/discovery-service.js';
+import type { BuildInfo } from '../version.js';
+
+type Args = Record<string, unknown>;
+
+/** What a tool needs besides its arguments and the caller's context. */
+export interface ToolEnv {
+  services: Services;
+  buildInfo: BuildInfo;
+  /** REST base path, reported by get_version. */
+  basePath: string;
+}
+
+export interface ToolDef {
+  name: string;
+  title: string;
+  /** Written for an AI assistant: what it does, when to use it, what comes back. */
+  description: string;
+  /** Arguments as zod schemas from src/domain; the tool validates with the domain parsers. */
+  input: z.ZodRawShape;
+  /** 'write' tools are offered to read-write sessions only. */
+  scope: 'read' | 'write';
+  annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint: false };
+  /** The service operations behind it (`group.method`), for availability and the parity test. */
+  operations: readonly string[];
+  run(args: Args, ctx: RequestCtx, env: ToolEnv): Promise<Record<string, unknown>>;
+}
+
+type AnyOp = (...args: unknown[]) => Promise<unknown>;
+
+/**
+ * The service operation `group.method`, bound to its group, or undefined while that service
+ * doesn't exist (search, database and analytics land separately; their tools appear with them).
+ */
+export function serviceOp(services: Services, path: string): AnyOp | undefined {
+  const [group, method] = path.split('.');
+  const g = (services as unknown as Record<string, Record<string, unknown> | undefined>)[group];
+  const fn = g?.[method];
+  return typeof fn === 'function' ? (fn as AnyOp).bind(g) : undefined;
+}
+
+const call = (env: ToolEnv, path: string, ...args: unknown[]) => serviceOp(env.services, path)!(...args);
+
+const READ = { readOnlyHint: true, openWorldHint: false } as const;
+const ADD = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false } as const;
+const OVERWRITE = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false } as const;
+
+const uuidArg = Uuid.describe('The vCon UUID (8-4-4-4-12 hex), as returned by create_vcon or a search');
+const formatArg = z.enum(GET_FORMATS).optional()
+  .describe('full (default): the whole vCon; metadata: top-level fields without dialog/analysis/attachments; summary: metadata plus analyses of type "summary"');
+const discoveryArgs = {
+  include_counts: z.boolean().optional().describe('Include per-value vCon counts (default true)'),
+  min_count: z.number().int().min(1).optional().describe('Only values present on at least this many vCons (default 1)'),
+};
+const L = ListQuerySchema.shape;
+const searchArgs = {
+  q: z.string().min(1).max(1000).describe('What to look for (1 to 1000 characters)'),
+  limit: z.number().int().min(1).optional().describe('Results per page, default 10, capped at 100'),
+  offset: z.number().int().min(0).optional().describe('Results to skip, default 0'),
+  tags: L.tags,
+  start_date: L.start_date,
+  end_date: L.end_date,
+};
+const thresholdArg = z.number().min(0).max(1).optional().describe('Minimum similarity 0..1 (default 0; 0 is honoured)');
+const updatesArg = z
+  .object({
+    subject: Vcon.shape.subject,
+    extensions: Vcon.shape.extensions,
+    critical: Vcon.shape.critical,
+    must_support: Vcon.shape.must_support.describe('Legacy name of critical; stored as critical'),
+  })
+  .describe('The fields to change; only subject, extensions and critical (legacy must_support) can be updated');
+const growthArgs = {
+  granularity: z.enum(['day', 'week', 'month']).optional().describe('Bucket size of the trend (default month)'),
+  months_back: z.number().int().min(1).max(60).optional().describe('How far back to look, 1 to 60 months (default 12)'),
+};
+const rangeArgs = {
+  start_date: z.string().optional().describe('Only vCons created from this date (YYYY-MM-DD or RFC 3339)'),
+  end_date: z.string().optional().describe('Only vCons created up to this date (YYYY-MM-DD covers the whole day)'),
+};
+const tagAnalyticsArgs = {
+  limit: z.number().int().min(1).max(100).optional().describe('How many tag keys, default 20'),
+  values_limit: z.number().int().min(1).max(100).optional().describe('How many values per key, default 10'),
+};
+
+const searchTool = (name: string, kind: 'content' | 'semantic' | 'hybrid', title: string, description: string): ToolDef => ({
+  name,
+  title,
+  description,
+  input: kind === 'content' ? searchArgs : { ...searchArgs, threshold: thresholdArg },
+  scope: 'read',
+  annotations: READ,
+  operations: [`search.${kind}`],
+  run: async (args, ctx, env) => (await call(env, `search.${kind}`, args, ctx)) as Record<string, unknown>,
+});
+
+const discoveryTool = (name: string, kind: DiscoveryKind, title: string, description: string): ToolDef => ({
+  name,
+  title,
+  description,
+  input: discoveryArgs,
+  scope: 'read',
+  annotations: READ,
+  operations: ['discovery.values'],
+  run: (args, ctx, env) => env.services.discovery.values(kind, args, ctx),
+});
+
+/** Database and analytics results come back as `{data}` like REST, whatever the service returns. */
+const asData = (r: unknown): Record<string, unknown> =>
+  r && typeof r === 'object' && !Array.isArray(r) && 'data' in r ? (r as Record<string, unknown>) : { data: r };
+
+const introspectionTool = (name: string, service: string, title: string, description: string, input: z.ZodRawShape = {}): ToolDef => ({
+  name,
+  title,
+  description,
+  input,
+  scope: 'read',
+  annotations: READ,
+  operations: [service],
+  run: async (args, ctx, env) => asData(service.startsWith('database.') ? await call(env, service, ctx) : await call(env, service, args, ctx)),
+});
+
+/** Every tool of the MCP surface, including those whose service has not landed yet. */
+export const TOOLS: readonly ToolDef[] = [
+  // vCons
+  {
+    name: 'create_vcon',
+    title: 'Create or replace a vCon',
+    description:
+      'Store a vCon (virtual conversation record: parties, dialog, analysis, attachments). Pass the vCon object itself as `vcon`. ' +
+      'A missing uuid is assigned and returned; a missing created_at is set to now. If a vCon with the same uuid exists it is replaced ' +
+      '(created: false). Use get_examples for valid shapes. Returns {uuid, created}.',
+    input: { vcon: Vcon.describe('The vCon document (vCon 0.3 JSON); unknown fields are kept as sent') },
+    scope: 'write',
+    annotations: OVERWRITE,
+    operations: ['vcons.create'],
+    run: async (args, ctx, env) => {
+      const r = await env.services.vcons.create(args.vcon, ctx);
+      return { uuid: r.uuid, created: r.created };
+    },
+  },
+  {
+    name: 'get_vcon',
+    title: 'Get a vCon',
+    description:
+      'Read one vCon by uuid. format=full (default) returns the whole stored document; metadata omits dialog, analysis and attachments ' +
+      '(cheap for large recordings); summary adds only the analyses of type "summary". Returns {vcon}; vcon_not_found when it does not exist.',
+    input: { uuid: uuidArg, format: formatArg },
+    scope: 'read',
+    annotations: READ,
+    operations: ['vcons.get'],
+    run: async (args, ctx, env) => {
+      const format = enumParam('format', args.format, GET_FORMATS, 'full');
+      return { vcon: await env.services.vcons.get(uuidParam(args.uuid), format, ctx) };
+    },
+  },
+  {
+    name: 'list_vcons',
+    title: 'List vCons',
+    description:
+      'Page through vCons, newest first. Use limit/offset to page (has_more tells whether another page exists). format=metadata (default) ' +
+      'gives uuid, subject, dates and counts; ids_only gives uuids; full gives whole documents. To filter by subject, party, date or tags ' +
+      'use search_vcons. Returns {data, pagination: {limit, offset, has_more}}.',
+    input: { limit: L.limit, offset: L.offset, format: L.format },
+    scope: 'read',
+    annotations: READ,
+    operations: ['vcons.list'],
+    run: (args, ctx, env) => env.services.vcons.list({ limit: args.limit, offset: args.offset, format: args.format }, ctx),
+  },
+  {
+    name: 'search_vcons',
+    title: 'Find vCons by metadata',
+    description:
+      'Filter vCons by subject (substring), party name, email or phone (substring), created_at date range (start_date/end_date, ' +
+      'YYYY-MM-DD or RFC 3339) and tags (object of key to value; every pair must match). All filters combine with AND. ' +
+      'For words inside conversations use search_vcons_content or search_vcons_semantic. Returns {data, pagination}.',
+    input: ListQuerySchema.shape,
+    scope: 'read',
+    annotations: READ,
+    operations: ['vcons.list'],
+    run: (args, ctx, env) => env.services.vcons.list(args, ctx),
+  },
+  {
+    name: 'update_vcon',
+    title: 'Update vCon metadata',
+    description:
+      'Change the subject, extensions or critical fields of a vCon (send them in `updates`). Other fields cannot be patched: add content ' +
+      'with add_dialog, add_analysis or add_attachment, or replace the whole vCon with create_vcon. Returns the updated {vcon}.',
+    input: { uuid: uuidArg, updates: updatesArg },
+    scope: 'write',
+    annotations: OVERWRITE,
+    operations: ['vcons.update'],
+    run: async (args, ctx, env) => ({ vcon: await env.services.vcons.update(uuidParam(args.uuid), args.updates, ctx) }),
+  },
+  {
+    name: 'delete_vcon',
+    title: 'Delete a vCon',
+    description: 'Permanently delete a vCon and everything derived from it (tags, search index, embeddings). Cannot be undone. Returns {uuid, deleted: true}.',
+    input: { uuid: uuidArg },
+    scope: 'write',
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    operations: ['vcons.remove'],
+    run: (args, ctx, env) => env.services.vcons.remove(uuidParam(args.uuid), ctx),
+  },
+  {
+    name: 'add_dialog',
+    title: 'Add a dialog to a vCon',
+    description:
+      'Append one dialog (a recording, text message, transfer or incomplete call) to a vCon. type is required; party indexes must point ' +
+      'into the vCon\'s parties. Returns {uuid, index, dialog} with the index it was stored at.',
+    input: { uuid: uuidArg, dialog: Dialog.describe('The dialog object to append') },
+    scope: 'write',
+    annotations: ADD,
+    operations: ['vcons.append'],
+    run: async (args, ctx, env) => {
+      const r = await env.services.vcons.append(uuidParam(args.uuid), 'dialog', args.dialog, ctx);
+      return { uuid: r.uuid, index: r.index, dialog: r.item };
+    },
+  },
+  {
+    name: 'add_analysis',
+    title: 'Add an analysis to a vCon',
+    description:
+      'Append one analysis (summary, transcript, sentiment, ...) to a vCon. type and vendor are required; body must be a string ' +
+      '(serialise structured output as JSON and set encoding "json"); use `schema`, not `schema_version`. Returns {uuid, index, analysis}.',
+    input: { uuid: uuidArg, analysis: Analysis.describe('The analysis object to append') },
+    scope: 'write',
+    annotations: ADD,
+    operations: ['vcons.append'],
+    run: async (args, ctx, env) => {
+      const r = await env.services.vcons.append(uuidParam(args.uuid), 'analysis', args.analysis, ctx);
+      return { uuid: r.uuid, index: r.index, analysis: r.item };
+    },
+  },
+  {
+    name: 'add_attachment',
+    title: 'Add an attachment to a vCon',
+    description:
+      'Append one attachment to a vCon. Classify it with `purpose` (preferred; `type` is the legacy field). For tags use manage_tag ' +
+      'instead. Returns {uuid, index, attachment}.',
+    input: { uuid: uuidArg, attachment: Attachment.describe('The attachment object to append') },
+    scope: 'write',
+    annotations: ADD,
+    operations: ['vcons.append'],
+    run: async (args, ctx, env) => {
+      const r = await env.services.vcons.append(uuidParam(args.uuid), 'attachments', args.attachment, ctx);
+      return { uuid: r.uuid, index: r.index, attachment: r.item };
+    },
+  },
+  {
+    name: 'get_analysis',
+    title: 'Get the analyses of a vCon',
+    description:
+      'Read the analyses of a vCon, optionally only those of one type (exact match). Call discover_analysis_types first to see which ' +
+      'types exist. Returns {uuid, count, analysis}.',
+    input: { uuid: uuidArg, type: z.string().optional().describe('Only analyses of this type, e.g. summary or transcript') },
+    scope: 'read',
+    annotations: READ,
+    operations: ['vcons.getAnalysis'],
+    run: async (args, ctx, env) => {
+      const uuid = uuidParam(args.uuid);
+      const analysis = await env.services.vcons.getAnalysis(uuid, stringParam('type', args.type), ctx);
+      return { uuid, count: analysis.length, analysis };
+    },
+  },
+  {
+    name: 'get_attachments',
+    title: 'Get the attachments of a vCon',
+    description:
+      'Read the attachments of a vCon, optionally filtered by purpose (preferred; also matches legacy attachments whose type equals it) ' +
+      'and/or legacy type. Call discover_attachment_purposes first to see which purposes exist. Returns {uuid, count, attachments}.',
+    input: {
+      uuid: uuidArg,
+      purpose: z.string().optional().describe('Only attachments with this purpose'),
+      type: z.string().optional().describe('Only attachments with this legacy type'),
+    },
+    scope: 'read',
+    annotations: READ,
+    operations: ['vcons.getAttachments'],
+    run: async (args, ctx, env) => {
+      const uuid = uuidParam(args.uuid);
+      const filter = { purpose: stringParam('purpose', args.purpose), type: stringParam('type', args.type) };
+      const attachments = await env.services.vcons.getAttachments(uuid, filter, ctx);
+      return { uuid, count: attachments.length, attachments };
+    },
+  },
+
+  // Discovery
+  discoveryTool('discover_attachment_purposes', 'attachment_purposes', 'Discover attachment purposes',
+    'List the attachment purposes stored in this database with how many vCons have each. Use it before get_attachments(purpose=...). ' +
+    'Returns {total_vcons, count, values: [{value, count}]}.'),
+  discoveryTool('discover_attachment_types', 'attachment_types', 'Discover legacy attachment types',
+    'List the legacy attachment `type` values in this database (older data without `purpose`). Prefer discover_attachment_purposes. ' +
+    'Returns {total_vcons, count, values}.'),
+  discoveryTool('discover_analysis_types', 'analysis_types', 'Discover analysis types',
+    'List the analysis types stored in this database (summary, transcript, sentiment, ...) with vCon counts. Use it before ' +
+    'get_analysis(type=...). Returns {total_vcons, count, values}.'),
+
+  // Tags
+  {
+    name: 'get_tags',
+    title: 'Get the tags of a vCon',
+    description: 'Read the tags (key:value labels) of a vCon as an object, or one tag\'s value when `key` is given (tag_not_found if absent).',
+    input: { uuid: uuidArg, key: z.string().optional().describe('Read only this tag') },
+    scope: 'read',
+    annotations: READ,
+    operations: ['tags.get', 'tags.getOne'],
+    run: async (args, ctx, env) => {
+      const uuid = uuidParam(args.uuid);
+      const key = stringParam('key', args.key);
+      if (key !== undefined) return { uuid, key, value: await env.services.tags.getOne(uuid, key, ctx) };
+      return { uuid, tags: await env.services.tags.get(uuid, ctx) };
+    },
+  },
+  {
+    name: 'manage_tag',
+    title: 'Set or remove a tag',
+    description:
+      'Set (action "set", with value) or remove (action "remove") one tag of a vCon. Values are stored as strings; a key may not be empty ' +
+      'or contain ":". Setting an existing key replaces its value; removing an absent key succeeds. Returns {uuid, action, key, value?}.',
+    input: {
+      uuid: uuidArg,
+      action: z.enum(['set', 'remove']).describe('set or remove'),
+      key: z.string().min(1).describe('Tag key, e.g. status'),
+      value: z.union([z.string(), z.number(), z.boolean()]).optional().describe('The value for action "set"'),
+    },
+    scope: 'write',
+    annotations: OVERWRITE,
+    operations: ['tags.set', 'tags.remove'],
+    run: async (args, ctx, env) => {
+      const uuid = uuidParam(args.uuid);
+      const action = args.action;
+      if (action !== 'set' && action !== 'remove') {
+        throw new InvalidParameterError('action', `must be set or remove, got ${JSON.stringify(action ?? null)}`);
+      }
+      const key = stringParam('key', args.key) ?? '';
+      if (action === 'remove') {
+        await env.services.tags.remove(uuid, key, ctx);
+        return { uuid, action, key };
+      }
+      if (args.value === undefined) throw new ValidationError('value is required for action "set"', [{ path: 'value', message: 'is required' }]);
+      return { uuid, action, ...(await env.services.tags.set(uuid, key, args.value, ctx)) };
+    },
+  },
+  {
+    name: 'remove_all_tags',
+    title: 'Remove all tags of a vCon',
+    description: 'Delete every tag of a vCon. Returns {uuid, removed_all: true}.',
+    input: { uuid: uuidArg },
+    scope: 'write',
+    annotations: OVERWRITE,
+    operations: ['tags.removeAll'],
+    run: async (args, ctx, env) => {
+      const uuid = uuidParam(args.uuid);
+      await env.services.tags.removeAll(uuid, ctx);
+      return { uuid, removed_all: true };
+    },
+  },
+  {
+    name: 'get_unique_tags',
+    title: 'Discover tags',
+    description: 'List every tag key in use with its values and how many vCons carry each. Use it before search_by_tags. Returns {total_vcons_with_tags, keys}.',
+    input: {},
+    scope: 'read',
+    annotations: READ,
+    operations: ['tags.unique'],
+    run: (_args, ctx, env) => env.services.tags.unique(ctx),
+  },
+  {
+    name: 'search_by_tags',
+    title: 'Find vCons by tags',
+    description:
+      'Find the uuids of vCons that have every given tag (object of key to value), most recently tagged first. limit default 50, max 100. ' +
+      'Returns {count, uuids, pagination}; read them with get_vcon.',
+    input: {
+      tags: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).describe('Tags that must all match, e.g. {"status":"open"}'),
+      limit: z.number().int().min(1).optional().describe('Page size, default 50, capped at 100'),
+      offset: z.number().int().min(0).optional().describe('Rows to skip, default 0'),
+    },
+    scope: 'read',
+    annotations: READ,
+    operations: ['tags.search'],
+    run: (args, ctx, env) => env.services.tags.search({ tags: args.tags, limit: args.limit, offset: args.offset }, ctx),
+  },
+
+  // Search
+  searchTool('search_vcons_content', 'content', 'Keyword search',
+    'Full-text search over subjects, party names and addresses, text dialog and text analysis/attachment bodies (transcripts, summaries). ' +
+    'Supports "quoted phrases", OR and -word like a web search box. One result per vCon, best first, with short snippets: ' +
+    '{count, results: [{uuid, subject, created_at, score, matches}], pagination}.'),
+  searchTool('search_vcons_semantic', 'semantic', 'Semantic search',
+    'Search by meaning (embedding similarity), so "refund" also finds "reimbursement". Optional threshold 0..1. ' +
+    'Returns {count, results: [{uuid, subject, created_at, score, matches}], pagination}.'),
+  searchTool('search_vcons_hybrid', 'hybrid', 'Hybrid search',
+    'Keyword and semantic search fused by reciprocal rank; the best default when unsure. Each result also carries keyword_rank and ' +
+    'semantic_rank. Returns {count, results, pagination}.'),
+
+  // Database and analytics
+  introspectionTool('get_database_shape', 'database.shape', 'Database shape',
+    'Tables, columns, indexes, row estimates and sizes of this instance\'s schema. Returns {data}.'),
+  introspectionTool('get_database_stats', 'database.stats', 'Database statistics',
+    'Performance statistics of this instance\'s schema: scans, cache hit ratio, index usage. Returns {data}.'),
+  introspectionTool('get_database_size', 'database.size', 'Database size',
+    'Sizes of this instance\'s tables and indexes, with recommendations. Returns {data}.'),
+  introspectionTool('get_database_health', 'database.health', 'Database health',
+    'Health metrics of this instance\'s schema: bloat, unused indexes, connections, with recommendations. Returns {data}.'),
+  {
+    name: 'analyze_query',
+    title: 'Explain a SQL query',
+    description:
+      'Show the PostgreSQL plan (EXPLAIN, JSON) of one read-only SELECT or WITH ... SELECT statement against this instance\'s schema; ' +
+      'analyze=true also runs it (in a read-only transaction with a timeout). Anything else is refused. Requires a read-write key, as on REST. Returns {data}.',
+    input: {
+      query: z.string().min(1).describe('One SELECT (or WITH ... SELECT) statement'),
+      analyze: z.boolean().optional().describe('Run the query to report actual timings (default false)'),
+    },
+    // REST serves it as POST, which read-only keys may not use; MCP keeps the same rule.
+    scope: 'write',
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    operations: ['database.analyze'],
+    run: async (args, ctx, env) => asData(await call(env, 'database.analyze', { query: args.query, analyze: args.analyze }, ctx)),
+  },
+  introspectionTool('get_analytics', 'analytics.all', 'Analytics dashboard',
+    'All analytics at once: totals, growth, content, tags and attachments, computed from this instance\'s data. Returns {data}.',
+    { ...growthArgs, ...rangeArgs, ...tagAnalyticsArgs }),
+  introspectionTool('get_growth_analytics', 'analytics.growth', 'Growth analytics',
+    'How many vCons were created per day, week or month over the last months_back months. Returns {data}.', growthArgs),
+  introspectionTool('get_content_analytics', 'analytics.content', 'Content analytics',
+    'Dialog, analysis, party and conversation metrics (types, durations, vendors, counts), optionally for a created_at range. Returns {data}.',
+    rangeArgs),
+  introspectionTool('get_tag_analytics', 'analytics.tags', 'Tag analytics',
+    'Tag usage: the top keys and values and how many vCons carry them. Returns {data}.', tagAnalyticsArgs),
+  introspectionTool('get_attachment_analytics', 'analytics.attachments', 'Attachment analytics',
+    'Attachment usage by purpose, legacy type, encoding and media type, with sizes. Returns {data}.'),
+
+  // Schema, examples, version, health
+  {
+    name: 'get_schema',
+    title: 'vCon JSON Schema',
+    description: 'The JSON Schema (2020-12) of a vCon as this service validates it: what create_vcon and the add_* tools accept.',
+    input: {},
+    scope: 'read',
+    annotations: READ,
+    operations: ['meta.schema'],
+    run: async (_args, _ctx, env) => env.services.meta.schema(),
+  },
+  {
+    name: 'get_examples',
+    title: 'Example vCons',
+    description: `A complete, valid example vCon of one kind (${EXAMPLE_TYPES.join(', ')}), to copy when building a vCon for create_vcon. Returns {type, vcon}.`,
+    input: { type: z.enum(EXAMPLE_TYPES as [string, ...string[]]).describe('Which example') },
+    scope: 'read',
+    annotations: READ,
+    operations: ['meta.example'],
+    run: async (args, _ctx, env) => {
+      const type = stringParam('type', args.type) ?? '';
+      return { type, vcon: env.services.meta.example(type) };
+    },
+  },
+  {
+    name: 'get_version',
+    title: 'Server version',
+    description: 'The version, git commit and build time of this vCon server, and its REST base path.',
+    input: {},
+    scope: 'read',
+    annotations: READ,
+    operations: ['version'],
+    run: async (_args, _ctx, env) => ({
+      version: env.buildInfo.version,
+      git_commit: env.buildInfo.gitCommit,
+      build_time: env.buildInfo.buildTime,
+      api_base_path: env.basePath || '/',
+    }),
+  },
+  {
+    name: 'get_health',
+    title: 'Server health',
+    description: 'Whether the database is reachable, which schema (group) this server serves, its instance label and uptime.',
+    input: {},
+    scope: 'read',
+    annotations: READ,
+    operations: ['health.check'],
+    run: async (_args, _ctx, env) => {
+      const h = await env.services.health.check();
+      return {
+        status: h.healthy ? 'healthy' : 'unhealthy',
+        database: h.healthy ? 'connected' : 'error',
+        schema: h.schema,
+        instance: h.instance,
+        version: h.version,
+        uptime_s: h.uptime_s,
+      };
+    },
+  },
+];
+
+/** Service operations that are not service methods (answered from build info). */
+const NON_SERVICE = new Set(['version']);
+
+/** The tools whose service exists in this instance (checked when a server is built). */
+export function availableTools(services: Services): ToolDef[] {
+  return TOOLS.filter((t) => t.operations.every((op) => NON_SERVICE.has(op) || serviceOp(services, op) !== undefined));
+}
+
+const jsonSchemaCache = new WeakMap<z.ZodType, Record<string, unknown>>();
+
+function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  let js = jsonSchemaCache.get(schema);
+  if (!js) {
+    const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { target: 'draft-7', io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    js = rest;
+    jsonSchemaCache.set(schema, js);
+  }
+  return js;
+}
+
+/**
+ * The schema handed to the SDK: it advertises each argument with the JSON Schema of its domain
+ * schema, but accepts any value, so that validation happens once, in the domain parsers and
+ * services, and failures carry REST's codes (validation_failed, invalid_parameter) instead of
+ * the SDK's generic "Input validation error".
+ */
+export function advertisedSchema(shape: z.ZodRawShape): z.ZodObject {
+  const fields: Record<string, z.ZodType> = {};
+  const required: string[] = [];
+  for (const [key, schema] of Object.entries(shape)) {
+    fields[key] = z.unknown().optional().meta(jsonSchemaOf(schema as z.ZodType));
+    if (!(schema as z.ZodType).safeParse(undefined).success) required.push(key);
+  }
+  return z.object(fields).meta(required.length ? { required } : {});
+}
