@@ -27,6 +27,7 @@ import { createDatabaseService } from './services/database-service.js';
 import { createAnalyticsService } from './services/analytics-service.js';
 import type { Services } from './services/index.js';
 import { buildApp } from './http/app.js';
+import { createMcpHttp, type McpHttp } from './mcp/http.js';
 
 export interface Instance {
   config: Config;
@@ -35,6 +36,8 @@ export interface Instance {
   services: Services;
   /** Set in HTTP mode. */
   server?: Server;
+  /** The MCP Streamable HTTP endpoint and its sessions (HTTP mode). */
+  mcp?: McpHttp;
   port?: number;
   url?: string;
   stop(): Promise<void>;
@@ -101,7 +104,9 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     if (config.mcp.transport !== 'http') {
       return { config, log, sql, services, stop: cleanup };
     }
-    const app = buildApp({ config, log, services, buildInfo: getBuildInfo() });
+    const buildInfo = getBuildInfo();
+    const mcp = createMcpHttp({ config, log, services, buildInfo, production: config.production, basePath: config.rest.basePath });
+    const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.mcp.port, config.mcp.host, () => resolve(s));
       s.once('error', reject);
@@ -114,8 +119,10 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
-        // Stop accepting, let in-flight requests finish (bounded), then close the pool.
+        // Stop accepting, let in-flight requests finish (bounded), then close the pool. MCP sessions
+        // close first: their open SSE streams would otherwise hold the server until the timeout.
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        await mcp.close();
         server.closeIdleConnections();
         const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
         await closed;
@@ -123,7 +130,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
         await cleanup();
         log.info('stopped');
       })());
-    return { config, log, sql, services, server, port, url: baseUrl, stop };
+    return { config, log, sql, services, server, mcp, port, url: baseUrl, stop };
   } catch (err) {
     await cleanup();
     throw err;

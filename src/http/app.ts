@@ -21,7 +21,7 @@ export interface AppDeps {
   log: Logger;
   services: Services;
   buildInfo: BuildInfo;
-  /** Extra routers mounted at the server root before the 404 handler (the MCP endpoint). */
+  /** Extra routes mounted at the server root, before REST and the 404 handler (the MCP endpoint). */
   mount?: (app: Express) => void;
 }
 
@@ -59,6 +59,9 @@ export function buildApp(deps: AppDeps): Express {
     }),
   );
 
+  // Mounted before REST so that a root base path ('') can't put /mcp behind REST's method rules.
+  deps.mount?.(app);
+
   const base = config.rest.basePath;
   const api: Router = express.Router({ strict: false });
   api.use(createCors(config));
@@ -72,7 +75,6 @@ export function buildApp(deps: AppDeps): Express {
     registerDatabaseRoutes(api, services);
   }
   app.use(base || '/', api);
-  deps.mount?.(app);
 
   app.use(((req, res) => {
     const err = new NotFoundError('route', `${req.method} ${req.path}`);
