@@ -25,8 +25,6 @@ export interface ListRow {
   doc?: JsonObject;
   subject: string | null;
   created_at: Date;
-  doc_created_at: string | null;
-  doc_updated_at: string | null;
   updated_at: Date | null;
   parties_count: number;
   dialog_count: number;
@@ -153,7 +151,6 @@ export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
             : db`and exists (select 1 from vcon_parties p where p.vcon_uuid = v.uuid and lower(p.${db(column)}) like lower(${likePattern(value)}))`;
       return db<ListRow[]>`
         select v.uuid::text, v.subject, v.created_at, v.updated_at,
-               v.doc->>'created_at' as doc_created_at, v.doc->>'updated_at' as doc_updated_at,
                v.parties_count, v.dialog_count, v.analysis_count, v.attachments_count
                ${opts.withDoc ? db`, v.doc` : db``}
         from vcons v

@@ -26,7 +26,17 @@ export interface Derived {
 /** Longest text we index per unit; tsvector has a 1 MB limit and snippets need only the start. */
 export const MAX_UNIT_CHARS = 100_000;
 
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+// PostgreSQL text can't hold NUL: derived copies drop it (the stored document keeps it, escaped).
+const noNul = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s);
+const str = (v: unknown): string | null => (typeof v === 'string' ? noNul(v) : null);
+/** Classification values (types, purposes, vendors) are indexed: keep them short enough for a btree. */
+export const MAX_LABEL_CHARS = 200;
+const label = (v: unknown): string | null => {
+  const s = str(v);
+  return s === null ? null : s.slice(0, MAX_LABEL_CHARS);
+};
+/** Longest tag value indexed; longer ones stay in the document but are not searchable by tag. */
+export const MAX_TAG_VALUE_CHARS = 1000;
 const arr = (v: unknown): JsonObject[] =>
   Array.isArray(v) ? v.map((x) => (x && typeof x === 'object' && !Array.isArray(x) ? (x as JsonObject) : {})) : [];
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
@@ -78,6 +88,13 @@ export function readTags(doc: JsonObject): TagRow[] {
     for (const t of readTagsBody(a.body)) map.set(t.key, t.value);
   }
   return [...map].map(([key, value]) => ({ key, value }));
+}
+
+/** The tags that go to the derived table (indexable: no NUL, bounded sizes). */
+function indexedTags(doc: JsonObject): TagRow[] {
+  return readTags(doc)
+    .map((t) => ({ key: noNul(t.key), value: noNul(t.value) }))
+    .filter((t) => t.key !== '' && t.key.length <= MAX_LABEL_CHARS && t.value.length <= MAX_TAG_VALUE_CHARS);
 }
 
 /** Text parts of a MIME multipart body (text/plain preferred, then text/html stripped of tags). */
@@ -145,7 +162,7 @@ function textOfBody(body: unknown, encoding: unknown, mediatype: string | null):
   return body;
 }
 
-const clip = (s: string) => (s.length > MAX_UNIT_CHARS ? s.slice(0, MAX_UNIT_CHARS) : s).trim();
+const clip = (s: string) => noNul(s.length > MAX_UNIT_CHARS ? s.slice(0, MAX_UNIT_CHARS) : s).trim();
 
 /** The searchable texts of a vCon, each with its source and index. Audio and base64 never appear. */
 export function extractUnits(doc: JsonObject): SearchUnit[] {
@@ -188,18 +205,18 @@ export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: D
     counts: { parties: parties.length, dialog: dialogs.length, analysis: analyses.length, attachments: attachments.length },
     parties: parties.map((p, idx) => ({ idx, name: str(p.name), tel: str(p.tel), mailto: str(p.mailto), party_uuid: str(p.uuid) })),
     dialogs: dialogs.map((d, idx) => ({
-      idx, type: str(d.type), start_at: date(d.start), duration: num(d.duration),
-      mediatype: str(d.mediatype) ?? str(d.mimetype), encoding: str(d.encoding), body_bytes: bodyBytes(d.body),
+      idx, type: label(d.type), start_at: date(d.start), duration: num(d.duration),
+      mediatype: label(d.mediatype) ?? label(d.mimetype), encoding: label(d.encoding), body_bytes: bodyBytes(d.body),
     })),
     analyses: analyses.map((a, idx) => ({
-      idx, type: str(a.type), vendor: str(a.vendor), product: str(a.product), schema: str(a.schema),
-      encoding: str(a.encoding), body_bytes: bodyBytes(a.body),
+      idx, type: label(a.type), vendor: label(a.vendor), product: label(a.product), schema: label(a.schema),
+      encoding: label(a.encoding), body_bytes: bodyBytes(a.body),
     })),
     attachments: attachments.map((a, idx) => ({
-      idx, purpose: str(a.purpose), type: str(a.type), encoding: str(a.encoding),
-      mediatype: str(a.mediatype) ?? str(a.mimetype), body_bytes: bodyBytes(a.body),
+      idx, purpose: label(a.purpose), type: label(a.type), encoding: label(a.encoding),
+      mediatype: label(a.mediatype) ?? label(a.mimetype), body_bytes: bodyBytes(a.body),
     })),
-    tags: readTags(doc),
+    tags: indexedTags(doc),
     units: extractUnits(doc),
   };
 }

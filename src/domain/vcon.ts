@@ -18,7 +18,8 @@ export function isDateTime(s: string): boolean {
   const m = DATE_TIME_RE.exec(s);
   if (!m) return false;
   const [, y, mo, d, h, mi, sec] = m.map(Number);
-  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || (sec || 0) > 60) return false;
+  // Year 0000 is valid ISO 8601 but not a PostgreSQL timestamp.
+  if (y < 1 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || (sec || 0) > 60) return false;
   const days = new Date(Date.UTC(y, mo, 0)).getUTCDate();
   return d <= days && !Number.isNaN(parseDateTime(s).getTime());
 }
@@ -201,6 +202,24 @@ export function validate<T extends z.ZodType>(schema: T, value: unknown, what: s
 
 const isPlainObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Deepest nesting we store; real vCons stay under 20 levels, and deeper JSON breaks recursion. */
+export const MAX_DEPTH = 100;
+
+/** Rejects absurdly deep documents up front (iteratively, so the check itself can't overflow). */
+export function checkDepth(input: unknown, max = MAX_DEPTH): void {
+  const stack: [unknown, number][] = [[input, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > max) {
+      throw new ValidationError(`Invalid vCon: nested deeper than ${max} levels`, [{ path: '(root)', message: `must not nest deeper than ${max} levels` }]);
+    }
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+}
+
 export interface ClassifiedVcon {
   kind: VconKind;
   /** The caller's own object (key order and unknown fields intact). */
@@ -213,6 +232,7 @@ export interface ClassifiedVcon {
  * only their envelope and header uuid are checked.
  */
 export function classifyVcon(input: unknown): ClassifiedVcon {
+  checkDepth(input);
   if (!isPlainObject(input)) {
     throw new ValidationError('Invalid vCon: the body must be a JSON object (the vCon itself, not wrapped)', [
       { path: '(root)', message: 'must be an object' },

@@ -1,5 +1,5 @@
 import { NotFoundError, ValidationError } from '../domain/errors.js';
-import { isTagsAttachment, readTags } from '../domain/derive.js';
+import { isTagsAttachment, MAX_TAG_VALUE_CHARS, readTags } from '../domain/derive.js';
 import { checkTagKey, intParam, tagsParam, MAX_PAGE } from '../domain/queries.js';
 import type { JsonObject } from '../domain/vcon.js';
 import { runHook, type Plugin } from '../plugins/hooks.js';
@@ -30,6 +30,12 @@ function writeTags(doc: JsonObject, tags: Map<string, string>): void {
 }
 
 const tagValue = (v: unknown): string => {
+  if (typeof v === 'string' && v.length > MAX_TAG_VALUE_CHARS) {
+    throw new ValidationError(`value must be at most ${MAX_TAG_VALUE_CHARS} characters`, [{ path: 'value', message: `must be at most ${MAX_TAG_VALUE_CHARS} characters` }]);
+  }
+  if (typeof v === 'string' && v.includes('\u0000')) {
+    throw new ValidationError('value must not contain NUL characters', [{ path: 'value', message: 'must not contain NUL characters' }]);
+  }
   if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return String(v);
   throw new ValidationError('value must be a string, number or boolean', [{ path: 'value', message: 'must be a string, number or boolean' }]);
 };

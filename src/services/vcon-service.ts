@@ -3,7 +3,7 @@ import { AppError, NotFoundError, ValidationError, type ErrorDetail } from '../d
 import { deriveRows, isTagsAttachment } from '../domain/derive.js';
 import { parseListQuery, type ListQuery } from '../domain/queries.js';
 import {
-  Analysis, Attachment, classifyVcon, Dialog, Vcon, validate,
+  Analysis, Attachment, checkDepth, classifyVcon, Dialog, MAX_DEPTH, Vcon, validate,
   type ClassifiedVcon, type JsonObject,
 } from '../domain/vcon.js';
 import { runHook, type Plugin } from '../plugins/hooks.js';
@@ -70,8 +70,8 @@ export function listMetadata(r: ListRow): JsonObject {
   return {
     uuid: r.uuid,
     subject: r.subject,
-    created_at: r.doc_created_at ?? r.created_at.toISOString(),
-    updated_at: r.doc_updated_at ?? (r.updated_at ? r.updated_at.toISOString() : null),
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at ? r.updated_at.toISOString() : null,
     parties_count: r.parties_count,
     dialog_count: r.dialog_count,
     analysis_count: r.analysis_count,
@@ -264,6 +264,7 @@ export function createVconService(deps: VconServiceDeps) {
       const schema = kind === 'dialog' ? Dialog : kind === 'analysis' ? Analysis : Attachment;
       const what = kind === 'attachments' ? 'attachment' : kind;
       if (!isObject(item)) throw new ValidationError(`Invalid ${what}: the body must be a JSON object`, [{ path: '(root)', message: 'must be an object' }]);
+      checkDepth(item, MAX_DEPTH - 2);
       validate(schema, item, what);
       const changes = await runHook(plugins, 'beforeUpdate', { [kind]: item } as JsonObject, { ...ctx, uuid });
       const toAdd = isObject(changes[kind]) ? (changes[kind] as JsonObject) : item;

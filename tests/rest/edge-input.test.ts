@@ -1,0 +1,61 @@
+// Inputs that are valid JSON but hard on the database: never a 500, never a half-written record.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer();
+});
+afterAll(() => s?.close());
+
+describe('edge input', () => {
+  it('stores NUL characters losslessly and keeps them out of derived text', async () => {
+    const doc = { subject: 'nul\u0000inside', parties: [{ name: 'a\u0000b' }], attachments: [{ purpose: 'tags', body: ['k\u0000:v\u0000'] }] };
+    const c = await s.api('/vcons', { method: 'POST', json: doc });
+    expect(c.status).toBe(201);
+    const g = await s.api(`/vcons/${c.body.uuid}`);
+    expect(g.body.vcon.subject).toBe('nul\u0000inside');
+    const list = await s.api('/vcons?subject=nulinside');
+    expect(list.status, JSON.stringify(list.body)).toBe(200);
+    expect(list.body.data.map((d: any) => d.uuid)).toContain(c.body.uuid);
+    const tag = await s.api(`/vcons/${c.body.uuid}/tags/k`, { method: 'PUT', json: { value: 'a\u0000' } });
+    expect(tag.status).toBe(400);
+  });
+
+  it('rejects year 0000 dates with 400', async () => {
+    const r = await s.api('/vcons', { method: 'POST', json: { created_at: '0000-01-01T00:00:00Z' } });
+    expect(r.status).toBe(400);
+    expect(r.body.details[0].path).toBe('created_at');
+  });
+
+  it('accepts very long classification values and tag values without a 500', async () => {
+    const long = 'x'.repeat(10_000);
+    const c = await s.api('/vcons', {
+      method: 'POST',
+      json: {
+        analysis: [{ type: long, vendor: long, body: 'b' }],
+        attachments: [{ purpose: long, type: long }, { purpose: 'tags', body: [`big:${long}`, 'small:ok'] }],
+      },
+    });
+    expect(c.status).toBe(201);
+    expect((await s.api(`/vcons/${c.body.uuid}`)).body.vcon.analysis[0].type).toBe(long);
+    const tags = await s.api(`/tags/search?tags=${encodeURIComponent('{"small":"ok"}')}`);
+    expect(tags.body.uuids).toContain(c.body.uuid);
+    const put = await s.api(`/vcons/${c.body.uuid}/tags/big2`, { method: 'PUT', json: { value: long } });
+    expect(put.status).toBe(400);
+    expect(put.body.message).toMatch(/at most 1000/);
+  });
+
+  it('answers deeply nested documents with a 4xx, not a crash', async () => {
+    // Deep enough to break naive recursion (structuredClone, JSON.stringify) in the write path.
+    const nested = '{"subject":"deep","meta":' + '{"d":'.repeat(5000) + '1' + '}'.repeat(5000) + '}';
+    const r = await s.api('/vcons', { method: 'POST', body: nested, headers: { 'content-type': 'application/json' } });
+    expect(r.status).toBeLessThan(500);
+    let deeper = '{"a":'.repeat(200_000) + '1' + '}'.repeat(200_000);
+    const r2 = await s.api('/vcons', { method: 'POST', body: deeper, headers: { 'content-type': 'application/json' } });
+    expect(r2.status).toBeGreaterThanOrEqual(400);
+    expect(r2.status).toBeLessThan(500);
+    deeper = '';
+    expect((await s.api('/health', { key: null })).status).toBe(200);
+  });
+});
