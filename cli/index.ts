@@ -8,6 +8,10 @@ import { UserError } from './errors.js';
 import { registerStart } from './commands/start.js';
 import { registerStatus } from './commands/status.js';
 import { registerStop } from './commands/stop.js';
+import { registerMigrate } from './commands/migrate.js';
+import { registerProvision } from './commands/provision.js';
+import { registerImport } from './commands/import.js';
+import { registerCheck } from './commands/check.js';
 
 const readVersion = () =>
   (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
@@ -21,6 +25,10 @@ export function buildProgram(): Command {
   registerStart(program);
   registerStatus(program);
   registerStop(program);
+  registerMigrate(program);
+  registerProvision(program);
+  registerImport(program);
+  registerCheck(program);
   return program;
 }
 

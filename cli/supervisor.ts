@@ -53,6 +53,8 @@ export function createLinePrefixer(names: string[]) {
 export function createSupervisor(slots: Slot[], deps: { registry: Registry; prefix: (group: string) => (line: string) => void }): Supervisor {
   let shuttingDown = false;
   const timers = new Set<NodeJS.Timeout>();
+  // Restarts under way when a stop arrives: stopAll waits for them and stops what they started.
+  const inflight = new Set<Promise<void>>();
   const pending = new Set<Slot>(slots);
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
@@ -81,26 +83,31 @@ export function createSupervisor(slots: Slot[], deps: { registry: Registry; pref
   };
 
   const schedule = (slot: Slot, attempt: number, delay: number) => {
-    const t = setTimeout(async () => {
+    const t = setTimeout(() => {
       timers.delete(t);
       if (shuttingDown) return;
-      try {
-        const child = await spawnChild(slot.spec, { env: slot.env, onLine: deps.prefix(slot.spec.name) });
-        if (shuttingDown) {
-          await child.stop();
-          return;
-        }
-        slot.child = child;
-        deps.registry.write(entryOf(slot.spec, child, { supervisorPid: process.pid, logFile: null }));
-        note(`group ${slot.spec.name} restarted: pid ${child.pid} at ${child.url}`);
-        watch(slot, child, attempt);
-      } catch (err) {
-        const delayNext = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
-        note(`group ${slot.spec.name} failed to restart: ${(err as Error).message}; retrying in ${delayNext} ms`);
-        schedule(slot, attempt + 1, delayNext);
-      }
+      const p = restart(slot, attempt).finally(() => inflight.delete(p));
+      inflight.add(p);
     }, delay);
     timers.add(t);
+  };
+
+  const restart = async (slot: Slot, attempt: number) => {
+    try {
+      const child = await spawnChild(slot.spec, { env: slot.env, onLine: deps.prefix(slot.spec.name) });
+      if (shuttingDown) {
+        await child.stop();
+        return;
+      }
+      slot.child = child;
+      deps.registry.write(entryOf(slot.spec, child, { supervisorPid: process.pid, logFile: null }));
+      note(`group ${slot.spec.name} restarted: pid ${child.pid} at ${child.url}`);
+      watch(slot, child, attempt);
+    } catch (err) {
+      const delayNext = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
+      note(`group ${slot.spec.name} failed to restart: ${(err as Error).message}; retrying in ${delayNext} ms`);
+      if (!shuttingDown) schedule(slot, attempt + 1, delayNext);
+    }
   };
 
   for (const slot of slots) if (slot.child) watch(slot, slot.child, 0);
@@ -111,6 +118,7 @@ export function createSupervisor(slots: Slot[], deps: { registry: Registry; pref
       shuttingDown = true;
       for (const t of timers) clearTimeout(t);
       timers.clear();
+      await Promise.all([...inflight]);
       await Promise.all(
         slots.map(async (slot) => {
           const child = slot.child;

@@ -1,0 +1,273 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { spawnChild, type Child } from '../child.js';
+import { openDatabases, type Databases } from '../database.js';
+import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
+import { UserError } from '../errors.js';
+import { loadGroup, resolveDir, type GroupSpec } from '../groups.js';
+import { addEnvDirFlag, addInstancesDirFlag } from '../options.js';
+import { note } from '../output.js';
+import { createRegistry } from '../registry.js';
+
+/** POST /vcons/batch accepts at most this many vCons (API.md). */
+const BATCH_MAX = 100;
+/** Stay well under the default 20 MB body limit even with large inline recordings. */
+const BATCH_BYTES = 8 * 1024 * 1024;
+
+/** One vCon to load: a file, or one element of a file holding a JSON array. */
+interface Item {
+  source: string;
+  json: string;
+}
+
+/** The fate of one file (or array element). */
+export interface ImportOutcome {
+  source: string;
+  outcome: 'stored' | 'replaced' | 'rejected';
+  uuid?: string;
+  /** For a rejection: the error code and message, with the first details. */
+  reason?: string;
+}
+
+/** What `vcon-launch import` did. */
+export interface ImportReport {
+  group: string;
+  files: number;
+  stored: number;
+  replaced: number;
+  rejected: number;
+  seconds: number;
+  outcomes: ImportOutcome[];
+  /** The running instance used, or "temporary" when the launcher started one. */
+  via: string;
+}
+
+/** Every .json / .vcon file under the given paths (directories recursively), sorted, deduplicated. */
+export function collectFiles(paths: string[]): string[] {
+  const out = new Set<string>();
+  const walk = (p: string, explicit: boolean) => {
+    let st;
+    try {
+      st = statSync(p);
+    } catch {
+      throw new UserError(`${p}: no such file or directory`);
+    }
+    if (st.isDirectory()) {
+      for (const f of readdirSync(p).sort()) walk(path.join(p, f), false);
+    } else if (explicit || /\.(json|vcon)$/i.test(p)) {
+      out.add(path.resolve(p));
+    }
+  };
+  for (const p of paths) walk(p, true);
+  return [...out].sort();
+}
+
+function readItems(file: string, rejected: ImportOutcome[]): Item[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    rejected.push({ source: file, outcome: 'rejected', reason: `invalid_json: ${(err as Error).message}` });
+    return [];
+  }
+  // A file may hold one vCon or an array of them (an export).
+  if (Array.isArray(doc)) return doc.map((v, i) => ({ source: `${file}[${i}]`, json: JSON.stringify(v) }));
+  return [{ source: file, json: JSON.stringify(doc) }];
+}
+
+function* batches(items: Item[]): Generator<Item[]> {
+  let batch: Item[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    if (batch.length && (batch.length >= BATCH_MAX || bytes + item.json.length > BATCH_BYTES)) {
+      yield batch;
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(item);
+    bytes += item.json.length;
+  }
+  if (batch.length) yield batch;
+}
+
+/** The headers that authenticate as the group's first read-write key, when auth is on. */
+export function authHeaders(spec: GroupSpec): Record<string, string> {
+  const { required, keys, header } = spec.config.auth;
+  if (!required) return {};
+  if (!keys.length) throw new UserError(`group ${spec.name} requires authentication but has no API_KEYS; import needs a read-write key`);
+  return header === 'authorization' ? { authorization: `Bearer ${keys[0]}` } : { [header]: keys[0] };
+}
+
+interface BatchResult {
+  index: number;
+  uuid?: string;
+  status: number;
+  error?: string;
+  message?: string;
+  details?: { path: string; message: string }[];
+}
+
+const reasonOf = (r: { error?: string; message?: string; details?: { path: string; message: string }[] }) => {
+  const message = r.message ?? '';
+  // The message usually spells out the details already; add them only when it does not.
+  const extra = (r.details ?? []).filter((d) => !message.includes(d.path));
+  const details = extra.length ? ` [${extra.slice(0, 3).map((d) => `${d.path}: ${d.message}`).join('; ')}${extra.length > 3 ? '; …' : ''}]` : '';
+  return `${r.error ?? 'rejected'}: ${message}${details}`;
+};
+
+/** The batch refuses one uuid twice in a request; such an item is fine on its own, in a later batch. */
+const isDuplicateInBatch = (r: BatchResult) => r.status === 400 && (r.details ?? []).some((d) => d.path === 'uuid' && /duplicate in batch/i.test(d.message));
+
+async function postBatch(api: string, headers: Record<string, string>, batch: Item[]): Promise<{ outcomes: ImportOutcome[]; retry: Item[] }> {
+  const res = await fetch(`${api}/vcons/batch`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: `[${batch.map((i) => i.json).join(',')}]`,
+  });
+  const text = await res.text();
+  let body: { results?: BatchResult[]; error?: string; message?: string } = {};
+  try {
+    body = JSON.parse(text);
+  } catch {
+    /* handled below */
+  }
+  if (res.status === 401 || res.status === 403 || res.status === 503) {
+    throw new UserError(`the server refused the import (${res.status} ${body.error ?? ''}: ${body.message ?? text.slice(0, 200)})`);
+  }
+  if (!Array.isArray(body.results)) {
+    const reason = reasonOf({ error: body.error ?? `http_${res.status}`, message: body.message ?? text.slice(0, 200) });
+    return { outcomes: batch.map((i) => ({ source: i.source, outcome: 'rejected', reason })), retry: [] };
+  }
+  const byIndex = new Map(body.results.map((r) => [r.index, r]));
+  const outcomes: ImportOutcome[] = [];
+  const retry: Item[] = [];
+  batch.forEach((item, i) => {
+    const r = byIndex.get(i);
+    if (!r) outcomes.push({ source: item.source, outcome: 'rejected', reason: 'no result for this item' });
+    else if (r.status === 201) outcomes.push({ source: item.source, outcome: 'stored', uuid: r.uuid });
+    else if (r.status === 200) outcomes.push({ source: item.source, outcome: 'replaced', uuid: r.uuid });
+    else if (isDuplicateInBatch(r)) retry.push(item);
+    else outcomes.push({ source: item.source, outcome: 'rejected', uuid: r.uuid, reason: reasonOf(r) });
+  });
+  return { outcomes, retry };
+}
+
+function createProgress(total: number, enabled: boolean) {
+  const t0 = Date.now();
+  let last = 0;
+  return {
+    update(done: number, final = false) {
+      if (!enabled || (!final && Date.now() - last < 100)) return;
+      last = Date.now();
+      const s = (Date.now() - t0) / 1000;
+      const rate = s > 0 ? done / s : 0;
+      const eta = rate > 0 ? Math.ceil((total - done) / rate) : 0;
+      const width = 24;
+      const filled = total ? Math.round((done / total) * width) : width;
+      process.stderr.write(
+        `\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} vCons · ${rate.toFixed(0)}/s · ETA ${eta}s   ${final ? '\n' : ''}`,
+      );
+    },
+  };
+}
+
+/**
+ * Loads vCon files into a group through POST /vcons/batch: into its running instance when the
+ * registry has one, otherwise into a temporary instance started (and stopped) for the import.
+ */
+export async function importFiles(
+  opts: { group: string; paths: string[]; envDir: string; instancesDir: string; progress?: boolean },
+  launcher: LauncherEnvironment,
+): Promise<ImportReport> {
+  const spec = loadGroup(opts.group, resolveDir(opts.envDir), launcher);
+  const headers = authHeaders(spec);
+  const files = collectFiles(opts.paths);
+  if (!files.length) throw new UserError(`no .json or .vcon files under ${opts.paths.join(', ')}`);
+  const outcomes: ImportOutcome[] = [];
+  const items = files.flatMap((f) => readItems(f, outcomes));
+
+  const running = createRegistry(resolveDir(opts.instancesDir)).get(spec.name);
+  let child: Child | undefined;
+  let databases: Databases | undefined;
+  let api: string;
+  if (running) {
+    api = `${running.url}${running.api_base_path ?? spec.config.rest.basePath}`;
+  } else {
+    if (!spec.config.rest.enabled) throw new UserError(`group ${spec.name} has REST_API_ENABLED=false; import needs the REST API`);
+    databases = await openDatabases([spec], { verbose: false });
+    const env = { ...launcher.inherited, ...spec.env, DATABASE_URL: databases.urlOf(spec), MCP_HTTP_PORT: '0', LOG_LEVEL: 'warn' };
+    try {
+      child = await spawnChild(spec, { env, onLine: () => {} });
+    } catch (err) {
+      await databases.release();
+      throw err;
+    }
+    api = child.api;
+  }
+  const t0 = Date.now();
+  const progress = createProgress(items.length, Boolean(opts.progress));
+  try {
+    let done = 0;
+    // Files sharing a uuid (a vCon and its signed form, say) go in successive rounds, in file order.
+    for (let queue = items; queue.length; ) {
+      const next: Item[] = [];
+      for (const batch of batches(queue)) {
+        const r = await postBatch(api, headers, batch);
+        outcomes.push(...r.outcomes);
+        next.push(...r.retry);
+        done += r.outcomes.length;
+        progress.update(done);
+      }
+      if (next.length === queue.length) throw new Error('the server keeps refusing the same items as duplicates');
+      queue = next;
+    }
+    progress.update(done, true);
+  } finally {
+    await child?.stop();
+    await databases?.release();
+  }
+  const count = (o: ImportOutcome['outcome']) => outcomes.filter((x) => x.outcome === o).length;
+  return {
+    group: spec.name,
+    files: files.length,
+    stored: count('stored'),
+    replaced: count('replaced'),
+    rejected: count('rejected'),
+    seconds: (Date.now() - t0) / 1000,
+    outcomes,
+    via: running ? `running instance ${running.url} (pid ${running.pid})` : 'a temporary instance',
+  };
+}
+
+/** The summary for people: counts, then every rejection with its reason. */
+export function formatImport(r: ImportReport, cwd = process.cwd()): string {
+  const total = r.stored + r.replaced + r.rejected;
+  const lines = [
+    `imported into group ${r.group} via ${r.via}: ${r.files} file(s), ${total} vCon(s) in ${r.seconds.toFixed(1)} s`,
+    `  stored   ${r.stored}`,
+    `  replaced ${r.replaced}`,
+    `  rejected ${r.rejected}`,
+  ];
+  for (const o of r.outcomes.filter((x) => x.outcome === 'rejected')) lines.push(`    ${path.relative(cwd, o.source) || o.source}: ${o.reason}`);
+  return lines.join('\n');
+}
+
+/** Wires `vcon-launch import`. */
+export function registerImport(program: Command): void {
+  const cmd = program
+    .command('import')
+    .description('bulk-load vCon files (.json/.vcon, directories recursively) into a group through the batch API')
+    .argument('<paths...>', 'files or directories')
+    .requiredOption('--group <name>', 'the group to load into')
+    .option('--json', 'print the report (with every file outcome) as JSON');
+  addEnvDirFlag(cmd);
+  addInstancesDirFlag(cmd);
+  cmd.action(async (paths: string[], opts: { group: string; envDir: string; instancesDir: string; json?: boolean }) => {
+    const launcher = readLauncherEnvironment();
+    const report = await importFiles({ ...opts, paths, progress: launcher.interactive && !opts.json }, launcher);
+    process.stdout.write((opts.json ? JSON.stringify(report, null, 2) : formatImport(report)) + '\n');
+    if (report.rejected) note(`${report.rejected} vCon(s) rejected`);
+    process.exitCode = report.rejected ? 1 : 0;
+  });
+}

@@ -1,0 +1,86 @@
+import type { Command } from 'commander';
+import { createSql } from '../../src/db/client.js';
+import { migrate, migrationStatus, type MigrationStatus } from '../../src/db/migrate.js';
+import { openDatabases } from '../database.js';
+import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
+import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../groups.js';
+import { addGroupFlags, type GroupFlags } from '../options.js';
+import { createNoteLog, formatTable } from '../output.js';
+
+/** The outcome of `migrate` for one group. */
+export interface MigrateResult {
+  group: string;
+  schema: string;
+  database: string;
+  /** Migrations applied by this run (empty with --status). */
+  applied: string[];
+  /** Applied and pending migrations (after this run). */
+  status?: MigrationStatus;
+  error?: string;
+}
+
+/**
+ * Applies pending migrations to each group's schema (or, with `status`, only reads them), without
+ * starting servers. Safe next to running instances: migrations serialise on an advisory lock.
+ */
+export async function migrateGroups(specs: GroupSpec[], opts: { status?: boolean } = {}): Promise<MigrateResult[]> {
+  const databases = await openDatabases(specs, { verbose: false });
+  try {
+    return await Promise.all(
+      specs.map(async (spec): Promise<MigrateResult> => {
+        const schema = spec.config.db.schema;
+        const sql = createSql({ url: databases.urlOf(spec), schema, max: 1, applicationName: `vcon-launch-migrate-${spec.name}`.slice(0, 60) });
+        const base = { group: spec.name, schema, database: spec.databaseLabel };
+        try {
+          const applied = opts.status ? [] : (await migrate(sql, schema, { log: createNoteLog(false) })).applied;
+          return { ...base, applied, status: await migrationStatus(sql, schema) };
+        } catch (err) {
+          return { ...base, applied: [], error: (err as Error).message };
+        } finally {
+          await sql.end({ timeout: 5 });
+        }
+      }),
+    );
+  } finally {
+    await databases.release();
+  }
+}
+
+/** Formats migrate results as a table. */
+export function formatMigrate(results: MigrateResult[], opts: { status?: boolean }): string {
+  const header = opts.status
+    ? ['GROUP', 'SCHEMA', 'DATABASE', 'APPLIED', 'PENDING']
+    : ['GROUP', 'SCHEMA', 'DATABASE', 'APPLIED NOW', 'PENDING'];
+  return formatTable(
+    header,
+    results.map((r) => {
+      if (r.error) return [r.group, r.schema, r.database, `error: ${r.error}`, '?'];
+      const pending = r.status?.pending.map((p) => p.name).join(', ') || 'none';
+      const applied = opts.status
+        ? r.status?.applied.map((a) => a.name).join(', ') || 'none'
+        : r.applied.join(', ') || 'none (up to date)';
+      return [r.group, r.schema, r.database, applied, pending];
+    }),
+  );
+}
+
+/** Selects, loads and migrates groups; resolves with the exit code. */
+export async function runMigrate(opts: GroupFlags & { status?: boolean }, launcher: LauncherEnvironment): Promise<number> {
+  const envDir = resolveDir(opts.envDir);
+  const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
+  const results = await migrateGroups(specs, opts);
+  process.stdout.write(formatMigrate(results, opts) + '\n');
+  return results.some((r) => r.error) ? 1 : 0;
+}
+
+/** Wires `vcon-launch migrate`. */
+export function registerMigrate(program: Command): void {
+  const cmd = program
+    .command('migrate')
+    .description('apply pending migrations to each group schema without starting servers')
+    .option('--status', 'only list applied and pending migrations per group');
+  addGroupFlags(cmd);
+  cmd.action(async (opts: GroupFlags & { status?: boolean }) => {
+    process.exitCode = await runMigrate(opts, readLauncherEnvironment());
+  });
+}
