@@ -275,9 +275,9 @@ describe('MCP HTTP sessions', () => {
       const t0 = performance.now();
       const results = await Promise.all(
         extra.flatMap((sess, i) => [
-          sess.client.listTools().then((r) => ({ i, kind: 'list', n: r.tools.length })),
-          sess.call(i % 2 ? 'create_vcon' : 'create_vcon', { vcon: sample(`concurrent ${i}`) }).then((r) => ({ i, kind: 'create', ok: !r.isError })),
-          sess.call('get_health').then((r) => ({ i, kind: 'health', ok: !r.isError })),
+          sess.client.listTools().then((r) => ({ i, kind: 'list', n: r.tools.length, ok: true })),
+          sess.call('create_vcon', { vcon: sample(`concurrent ${i}`) }).then((r) => ({ i, kind: 'create', n: 0, ok: !r.isError })),
+          sess.call('get_health').then((r) => ({ i, kind: 'health', n: 0, ok: !r.isError })),
         ]),
       );
       const ms = performance.now() - t0;
@@ -295,17 +295,34 @@ describe('MCP HTTP sessions', () => {
   });
 });
 
-describe('MCP HTTP shutdown', () => {
-  it('closes every session when the instance stops, without waiting for the shutdown timeout', async () => {
-    const other = await startTestServer();
-    const sessions = await Promise.all([connectHttp(other.instance.url!, KEY), connectHttp(other.instance.url!, RO_KEY)]);
+describe('MCP HTTP with other auth settings, and shutdown', () => {
+  it('reads the key from API_KEY_HEADER and closes every session when the instance stops', async () => {
+    const other = await startTestServer({ API_KEY_HEADER: 'x-api-key' });
+    const sessions = await Promise.all([connectHttp(other.instance.url!, KEY, 'x-api-key'), connectHttp(other.instance.url!, RO_KEY, 'x-api-key')]);
+    expect((await sessions[1].client.listTools()).tools.map((t) => t.name)).not.toContain('create_vcon');
+    await expect(connectHttp(other.instance.url!, KEY)).rejects.toThrow();
     // Give the clients a moment to open their standalone SSE streams (GET /mcp).
     await new Promise((r) => setTimeout(r, 100));
-    expect(other.instance.mcp!.stats().sessions).toBe(2);
+    expect(other.instance.mcp!.stats()).toMatchObject({ sessions: 2, read: 1, write: 1 });
     const t0 = Date.now();
     await other.close();
     expect(Date.now() - t0).toBeLessThan(5_000);
     expect(other.instance.mcp!.stats().sessions).toBe(0);
     await Promise.all(sessions.map((x) => x.client.close()));
+  });
+
+  it('answers 503 auth_not_configured when auth is required and no key exists', async () => {
+    const bare = await startTestServer({ API_KEYS: '', API_KEYS_READONLY: '' });
+    try {
+      const res = await fetch(`${bare.instance.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${KEY}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }),
+      });
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject({ success: false, error: 'auth_not_configured' });
+    } finally {
+      await bare.close();
+    }
   });
 });

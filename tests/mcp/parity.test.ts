@@ -1,0 +1,113 @@
+// REST/MCP parity (SPEC.md "What the service does"): every service operation is reachable from
+// both surfaces, or is listed here as deliberately one-sided with the reason.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TOOLS } from '../../src/mcp/tools.js';
+import { KEY, startTestServer, type TestServer } from '../helpers/server.js';
+import { connectHttp, type HttpSession } from './helpers.js';
+
+type Entry = { rest: string[] } | { restOnly: string; rest: string[] } | { internal: string };
+
+const U = '00000000-0000-4000-8000-0000000000f1';
+
+/** Every operation of every service, with the REST routes that reach it. */
+const PARITY: Record<string, Entry> = {
+  'health.check': { rest: ['GET /health'] },
+  version: { rest: ['GET /version'] },
+  'vcons.create': { rest: ['POST /vcons'] },
+  'vcons.batch': { restOnly: 'batch ingestion is REST-only by specification (SPEC.md)', rest: ['POST /vcons/batch'] },
+  'vcons.get': { rest: [`GET /vcons/${U}`] },
+  'vcons.list': { rest: ['GET /vcons'] },
+  'vcons.update': { rest: [`PATCH /vcons/${U}`] },
+  'vcons.remove': { rest: [`DELETE /vcons/${U}`] },
+  'vcons.append': { rest: [`POST /vcons/${U}/dialog`, `POST /vcons/${U}/analysis`, `POST /vcons/${U}/attachments`] },
+  'vcons.getAnalysis': { rest: [`GET /vcons/${U}/analysis`] },
+  'vcons.getAttachments': { rest: [`GET /vcons/${U}/attachments`] },
+  'vcons.modify': { internal: 'locked read-modify-write used by the tag service' },
+  'vcons.readDoc': { internal: 'hooked document read used by the other read operations' },
+  'tags.get': { rest: [`GET /vcons/${U}/tags`] },
+  'tags.getOne': { rest: [`GET /vcons/${U}/tags?key=k`] },
+  'tags.set': { rest: [`PUT /vcons/${U}/tags/k`] },
+  'tags.remove': { rest: [`DELETE /vcons/${U}/tags/k`] },
+  'tags.removeAll': { rest: [`DELETE /vcons/${U}/tags`] },
+  'tags.unique': { rest: ['GET /tags'] },
+  'tags.search': { rest: ['GET /tags/search?tags=%7B%22k%22%3A%22v%22%7D'] },
+  'discovery.values': { rest: ['GET /discovery/attachments/purposes', 'GET /discovery/attachments/types', 'GET /discovery/analysis/types'] },
+  'meta.schema': { rest: ['GET /schema'] },
+  'meta.example': { rest: ['GET /examples/minimal'] },
+  'meta.exampleTypes': { internal: 'the list of example names, carried in get_examples\' schema and example_not_found' },
+  'search.content': { rest: ['GET /vcons/search/content?q=x'] },
+  'search.semantic': { rest: ['GET /vcons/search/semantic?q=x'] },
+  'search.hybrid': { rest: ['GET /vcons/search/hybrid?q=x'] },
+  'search.status': { internal: 'embedding space and queue status for the CLI (vcon-launch)' },
+  'database.shape': { rest: ['GET /database/shape'] },
+  'database.stats': { rest: ['GET /database/stats'] },
+  'database.size': { rest: ['GET /database/size'] },
+  'database.health': { rest: ['GET /database/health'] },
+  'database.analyze': { rest: ['POST /database/analyze'] },
+  'analytics.all': { rest: ['GET /analytics'] },
+  'analytics.growth': { rest: ['GET /analytics/growth'] },
+  'analytics.content': { rest: ['GET /analytics/content'] },
+  'analytics.tags': { rest: ['GET /analytics/tags'] },
+  'analytics.attachments': { rest: ['GET /analytics/attachments'] },
+};
+
+let s: TestServer;
+let mcp: HttpSession;
+beforeAll(async () => {
+  s = await startTestServer();
+  mcp = await connectHttp(s.instance.url!, KEY);
+});
+afterAll(async () => {
+  await mcp?.close();
+  await s?.close();
+});
+
+/** Every function of every service group of a real instance, as `group.method`. */
+function serviceOperations(): string[] {
+  const ops: string[] = ['version'];
+  for (const [group, svc] of Object.entries(s.instance.services)) {
+    if (group === 'plugins' || !svc || typeof svc !== 'object') continue;
+    for (const [name, fn] of Object.entries(svc as Record<string, unknown>)) if (typeof fn === 'function') ops.push(`${group}.${name}`);
+  }
+  return ops.sort();
+}
+
+describe('REST/MCP parity', () => {
+  it('classifies every service operation', () => {
+    const unlisted = serviceOperations().filter((op) => !(op in PARITY));
+    expect(unlisted, 'add these to PARITY (REST route and MCP tool, or a reason to be one-sided)').toEqual([]);
+  });
+
+  it('reaches every two-sided operation through a tool the read-write session is offered', async () => {
+    const offered = new Set((await mcp.client.listTools()).tools.map((t) => t.name));
+    for (const op of serviceOperations()) {
+      const entry = PARITY[op];
+      const tools = TOOLS.filter((t) => t.operations.includes(op));
+      if ('internal' in entry || 'restOnly' in entry) {
+        expect(tools, `${op} is one-sided but has a tool`).toEqual([]);
+        continue;
+      }
+      expect(tools.length, `${op} has no MCP tool`).toBeGreaterThan(0);
+      for (const t of tools) expect(offered.has(t.name), `${t.name} (${op}) is not offered`).toBe(true);
+    }
+  });
+
+  it('reaches every REST-side operation through a route', async () => {
+    for (const op of serviceOperations()) {
+      const entry = PARITY[op];
+      if ('internal' in entry) continue;
+      for (const route of entry.rest) {
+        const [method, path] = route.split(' ');
+        const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? { json: path.endsWith('batch') ? [{}] : {} } : {};
+        const r = await s.api(path, { method, ...body });
+        expect(r.status, `${route} (${op})`).not.toBe(405);
+        expect(r.body?.error, `${route} (${op})`).not.toBe('route_not_found');
+      }
+    }
+  });
+
+  it('has no tool without a service operation behind it', () => {
+    for (const t of TOOLS) for (const op of t.operations) expect(PARITY[op], `${t.name} → ${op}`).toBeDefined();
+    expect(TOOLS.map((t) => t.name)).not.toContain('create_vcons_batch');
+  });
+});

@@ -1,0 +1,131 @@
+// MCP over stdio against the built server (`node dist/src/main.js`, as Claude Desktop runs it).
+// `npm test` has dist from `npm ci` (prepare); while developing run `npm run build` first.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { packageRoot } from '../../src/paths.js';
+import { getBuildInfo } from '../../src/version.js';
+import { TOOLS } from '../../src/mcp/tools.js';
+import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
+import { PLUGIN_PATH, textOf } from './helpers.js';
+
+const MAIN = path.join(packageRoot, 'dist', 'src', 'main.js');
+const schema = testSchemaName('stdio');
+
+interface StdioServer {
+  client: Client;
+  transport: StdioClientTransport;
+  stderr: () => string;
+  call(name: string, args?: Record<string, unknown>): Promise<CallToolResult & { structuredContent?: any }>;
+}
+
+async function spawnServer(env: Record<string, string> = {}): Promise<StdioServer> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MAIN],
+    cwd: packageRoot,
+    stderr: 'pipe',
+    env: {
+      PATH: process.env.PATH ?? '',
+      MCP_TRANSPORT: 'stdio',
+      DATABASE_URL: databaseUrl(),
+      SUPABASE_DB_SCHEMA: schema,
+      VCON_PLUGINS_PATH: PLUGIN_PATH,
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+  });
+  let err = '';
+  (transport.stderr as PassThrough).on('data', (d: Buffer) => (err += d.toString()));
+  const client = new Client({ name: 'vcon-stdio-tests', version: '1.0.0' });
+  await client.connect(transport);
+  return {
+    client,
+    transport,
+    stderr: () => err,
+    call: async (name, args = {}) => (await client.callTool({ name, arguments: args })) as CallToolResult & { structuredContent?: any },
+  };
+}
+
+let rw: StdioServer;
+
+beforeAll(async () => {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build`);
+  rw = await spawnServer();
+}, 60_000);
+
+afterAll(async () => {
+  await rw?.client.close();
+  const admin = adminSql();
+  await admin.unsafe(`drop schema if exists "${schema}" cascade`);
+  await admin.end();
+});
+
+describe('MCP over stdio', () => {
+  it('speaks only the protocol on stdout, logs on stderr, and advertises the package version', async () => {
+    expect(rw.client.getServerVersion()).toMatchObject({ name: 'vcon-launch', version: getBuildInfo().version });
+    // Any stray stdout line would have broken the JSON-RPC framing of the calls above and below.
+    expect(rw.stderr()).toMatch(/"msg":"mcp stdio ready"/);
+  });
+
+  it('offers every tool and plugin tools in the configured read-write scope, and runs them with hooks', async () => {
+    const names = (await rw.client.listTools()).tools.map((t) => t.name);
+    expect(names.filter((n) => n !== 'plugin_whoami').sort()).toEqual(TOOLS.map((t) => t.name).sort());
+    expect(names).toContain('plugin_whoami');
+
+    const c = await rw.call('create_vcon', { vcon: { subject: 'SECRET-SUBJECT', parties: [{ name: 'Ann' }] } });
+    expect(c.structuredContent).toMatchObject({ created: true });
+    const uuid = c.structuredContent.uuid;
+    // The plugin's afterRead hook redacts on tools and resources alike.
+    expect((await rw.call('get_vcon', { uuid })).structuredContent.vcon.subject).toBe('[redacted by mcp-plugin]');
+    const res = await rw.client.readResource({ uri: `vcon://v1/vcons/${uuid}` });
+    expect(JSON.parse((res.contents[0] as { text: string }).text).subject).toBe('[redacted by mcp-plugin]');
+    expect((await rw.call('add_dialog', { uuid, dialog: { type: 'text', body: 'hello', encoding: 'none' } })).structuredContent).toMatchObject({ index: 0 });
+    expect((await rw.call('plugin_whoami')).structuredContent).toEqual({ note: null, transport: 'mcp', scope: 'write', keyId: null });
+
+    const missing = await rw.call('delete_vcon', { uuid: '00000000-0000-4000-8000-0000000000bb' });
+    expect(missing.isError).toBe(true);
+    expect(textOf(missing)).toBe('vcon_not_found: vCon 00000000-0000-4000-8000-0000000000bb not found');
+  });
+
+  it('with MCP_READONLY=true offers read tools only and refuses a forced write', async () => {
+    const ro = await spawnServer({ MCP_READONLY: 'true' });
+    try {
+      const names = (await ro.client.listTools()).tools.map((t) => t.name).sort();
+      expect(names).toEqual(TOOLS.filter((t) => t.scope === 'read').map((t) => t.name).sort());
+      const forced = await ro.call('create_vcon', { vcon: { subject: 'nope' } });
+      expect(forced.isError).toBe(true);
+      const list = await ro.call('search_vcons', { subject: 'nope' });
+      expect(list.structuredContent.data).toEqual([]);
+    } finally {
+      await ro.client.close();
+    }
+  }, 30_000);
+
+  it('exits by itself when the client closes stdin', async () => {
+    const s = await spawnServer();
+    const pid = s.transport.pid!;
+    const exited = new Promise<number>((resolve) => {
+      const t0 = Date.now();
+      const poll = setInterval(() => {
+        try {
+          process.kill(pid, 0);
+        } catch {
+          clearInterval(poll);
+          resolve(Date.now() - t0);
+        }
+      }, 25);
+    });
+    // Ending stdin is what Claude Desktop does; the SDK would SIGTERM only after 2 s.
+    (s.transport as unknown as { _process: { stdin: NodeJS.WritableStream } })._process.stdin.end();
+    const ms = await exited;
+    console.info(`stdio server exited ${ms} ms after stdin closed`);
+    expect(ms).toBeLessThan(1_900);
+    expect(s.stderr()).toMatch(/"msg":"mcp stdio session ended"/);
+    await s.client.close();
+  }, 30_000);
+});
