@@ -21,6 +21,7 @@ const CONNECTIONS_WARN = 0.8;
 const CONNECTIONS_CRITICAL = 0.95;
 const LONG_RUNNING_CRITICAL_S = 300;
 const SEQ_SCAN_ROWS = 10_000;
+const TOAST_ADVICE_BYTES = 1024 * 1024;
 
 export type Severity = 'info' | 'warning' | 'critical';
 
@@ -510,7 +511,7 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
             : { tier: 'large', recommended_limit: 25, advice: 'Large corpus: keep limits at 25 or less, page with offset, and always narrow semantic and hybrid searches with dates or tags; prefer keyword search for exact terms.' };
       recommendations.push({ severity: 'info', code: 'search_limits', message: `${vcons} vCons stored. ${tier.advice}` });
       const vconsTable = tables.find((t) => t.name === 'vcons');
-      if (vconsTable && vconsTable.table_bytes > 0 && vconsTable.toast_bytes / vconsTable.table_bytes >= 0.5) {
+      if (vconsTable && vconsTable.toast_bytes >= TOAST_ADVICE_BYTES && vconsTable.toast_bytes / vconsTable.table_bytes >= 0.5) {
         recommendations.push({
           severity: 'info', code: 'documents_out_of_line', table: 'vcons',
           message: `${Math.round((vconsTable.toast_bytes / vconsTable.table_bytes) * 100)}% of vcons is TOAST (large documents stored out of line): list with format=metadata and fetch full documents one at a time`,

@@ -1,0 +1,159 @@
+// Two groups in one database: each sees only its own tables and figures. Group A holds the known
+// content of seed.ts, group B the real fixtures; B's expectations are counted from the files.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminSql, createTestSchema } from '../helpers/db.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { createIntrospectionRepo } from '../../src/db/introspection-repo.js';
+import { createDatabaseService } from '../../src/services/database-service.js';
+import { internalCtx } from '../../src/services/context.js';
+import { seedKnown } from './seed.js';
+
+const FIXTURES = '/work/shared/fixtures/vcons';
+const ROUTES = [
+  '/database/shape', '/database/stats', '/database/size', '/database/health',
+  '/analytics', '/analytics/growth', '/analytics/content', '/analytics/tags', '/analytics/attachments',
+];
+
+let a: TestServer;
+let b: TestServer;
+
+/** What B's analytics must report, counted straight from the stored fixture documents. */
+const expected = {
+  stored: 0,
+  kinds: {} as Record<string, number>,
+  parties: 0,
+  dialogs: 0,
+  dialogTypes: {} as Record<string, number>,
+  analyses: 0,
+  analysisTypes: {} as Record<string, number>,
+  attachments: 0,
+};
+
+beforeAll(async () => {
+  // A short analyze timeout on B: the timeout test needs it, nothing else notices.
+  [a, b] = await Promise.all([startTestServer(), startTestServer({ STATEMENT_TIMEOUT_MS: '500' })]);
+  await seedKnown(a);
+  const admin = adminSql();
+  await admin.unsafe(`create table "${a.schema}".only_in_a (x int)`);
+  await admin.end();
+  const docs = new Map<string, any>();
+  for (const file of readdirSync(FIXTURES).filter((f) => f.endsWith('.json') && !f.startsWith('invalid__')).sort()) {
+    const doc = JSON.parse(readFileSync(path.join(FIXTURES, file), 'utf8'));
+    const r = await b.api('/vcons', { method: 'POST', json: doc });
+    if (r.status === 200 || r.status === 201) docs.set(r.body.uuid, doc);
+  }
+  const count = (m: Record<string, number>, k: unknown) => {
+    const key = typeof k === 'string' ? k : '(none)';
+    m[key] = (m[key] ?? 0) + 1;
+  };
+  for (const doc of docs.values()) {
+    const kind = 'payload' in doc && 'signatures' in doc ? 'signed' : 'ciphertext' in doc && 'recipients' in doc ? 'encrypted' : 'plain';
+    count(expected.kinds, kind);
+    if (kind !== 'plain') continue;
+    expected.parties += doc.parties?.length ?? 0;
+    expected.dialogs += doc.dialog?.length ?? 0;
+    for (const d of doc.dialog ?? []) count(expected.dialogTypes, d.type);
+    expected.analyses += doc.analysis?.length ?? 0;
+    for (const x of doc.analysis ?? []) count(expected.analysisTypes, x.type);
+    expected.attachments += doc.attachments?.length ?? 0;
+  }
+  expected.stored = docs.size;
+}, 120_000);
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close()]);
+});
+
+const data = async (s: TestServer, p: string) => {
+  const r = await s.api(p);
+  expect(r.status, `${p}: ${JSON.stringify(r.body)}`).toBe(200);
+  return r.body.data;
+};
+
+describe('two groups, one database', () => {
+  it('no answer of one group names the other group\'s schema or tables', async () => {
+    expect(expected.stored).toBeGreaterThanOrEqual(10);
+    for (const [self, other] of [[a, b], [b, a]] as const) {
+      for (const p of ROUTES) {
+        const text = JSON.stringify(await data(self, p));
+        expect(text, p).not.toContain(other.schema);
+      }
+      const plan = await self.api('/database/analyze', { method: 'POST', json: { query: 'select count(*) from vcons', analyze: true } });
+      expect(plan.status).toBe(200);
+      expect(JSON.stringify(plan.body)).not.toContain(other.schema);
+    }
+    const shapeA = await data(a, '/database/shape');
+    const shapeB = await data(b, '/database/shape');
+    expect(shapeA.schema).toBe(a.schema);
+    expect(shapeB.schema).toBe(b.schema);
+    expect(shapeA.tables.map((t: any) => t.name)).toContain('only_in_a');
+    expect(shapeB.tables.map((t: any) => t.name)).not.toContain('only_in_a');
+    for (const p of ['/database/stats', '/database/size', '/database/health']) {
+      expect(JSON.stringify(await data(b, p)), p).not.toContain('only_in_a');
+    }
+  });
+
+  it('each group\'s figures are its own', async () => {
+    const [ca, cb] = [await data(a, '/analytics/content'), await data(b, '/analytics/content')];
+    expect(ca.conversations.vcons).toBe(4);
+    expect(cb.conversations.vcons).toBe(expected.stored);
+    expect((await data(a, '/database/size')).vcons).toBe(4);
+    expect((await data(b, '/database/size')).vcons).toBe(expected.stored);
+    expect((await data(a, '/analytics/tags')).tags).toBe(4);
+    // The plan of an unqualified name counts this group's rows only.
+    const plan = await b.api('/database/analyze', { method: 'POST', json: { query: 'select * from vcons', analyze: true } });
+    expect(plan.body.data.plan[0].Plan['Actual Rows']).toBe(expected.stored);
+  });
+
+  it('B\'s content and attachment analytics match the fixture documents', async () => {
+    const c = await data(b, '/analytics/content');
+    expect(Object.fromEntries(c.conversations.kinds.map((k: any) => [k.kind, k.count]))).toEqual(expected.kinds);
+    expect(c.parties.total).toBe(expected.parties);
+    expect(c.dialogs.total).toBe(expected.dialogs);
+    expect(Object.fromEntries(c.dialogs.by_type.map((t: any) => [t.type ?? '(none)', t.count]))).toEqual(expected.dialogTypes);
+    expect(c.analyses.total).toBe(expected.analyses);
+    expect(Object.fromEntries(c.analyses.by_type.map((t: any) => [t.type ?? '(none)', t.count]))).toEqual(expected.analysisTypes);
+    const att = await data(b, '/analytics/attachments');
+    expect(att.total).toBe(expected.attachments);
+    expect(att.purposes.reduce((n: number, p: any) => n + p.count, 0) + att.without_purpose_or_type)
+      .toBeGreaterThanOrEqual(expected.attachments - att.types.reduce((n: number, t: any) => n + t.count, 0));
+    const all = await data(b, '/analytics?months_back=60');
+    expect(all.summary.vcons).toBe(expected.stored);
+    expect(all.growth.totals.vcons + all.growth.before_window + all.growth.after_window).toBe(expected.stored);
+  });
+
+  it('analyze stops at the statement timeout', async () => {
+    const r = await b.api('/database/analyze', {
+      method: 'POST',
+      json: { query: 'select count(*) from generate_series(1, 2000000000)', analyze: true },
+    });
+    expect(r.status).toBe(400);
+    expect(r.body.message).toMatch(/statement timeout of 500 ms/);
+  });
+});
+
+describe('long-running queries of this application', () => {
+  it('are listed with their text; other applications\' are not', async () => {
+    const t = await createTestSchema('dbh');
+    const other = adminSql();
+    try {
+      const service = createDatabaseService({ repo: createIntrospectionRepo(t.sql, t.schema), analyzeTimeoutMs: 1000, longRunningS: 0.3 });
+      // postgres.js sends a query when it is awaited or executed: start both now.
+      const mine = t.sql`select pg_sleep(1.5), 'mine-long-query'`.execute();
+      const theirs = other.unsafe(`set application_name = 'not-vcon'; select pg_sleep(1.5), 'their-long-query'`).execute();
+      await new Promise((r) => setTimeout(r, 700));
+      const h = await service.health(internalCtx);
+      const text = JSON.stringify(h);
+      expect(h.connections.application.long_running).toEqual([expect.objectContaining({ state: 'active', query: expect.stringContaining('pg_sleep') })]);
+      expect(h.connections.application.long_running[0].running_s).toBeGreaterThan(0.3);
+      expect(h.alerts).toContainEqual(expect.objectContaining({ code: 'long_running_query', severity: 'warning' }));
+      expect(h.status).toBe('warning');
+      expect(text).not.toContain('their-long-query');
+      await Promise.all([mine, theirs]);
+    } finally {
+      await other.end();
+      await t.drop();
+    }
+  });
+});
