@@ -23,7 +23,17 @@ export function registerVconRoutes(router: Router, services: Services) {
     .post(async (req, res) => {
       const r = await vcons.batch(req.body, ctxOf(req, res));
       const stored = r.created + r.updated;
-      res.status(r.failed === 0 ? 201 : stored > 0 ? 207 : 400).json(r);
+      if (stored === 0) {
+        // Nothing stored: still the batch report, but also a proper error body (one error format).
+        res.status(400).json({
+          ...r,
+          error: 'validation_failed',
+          message: `No vCon was stored: all ${r.total} item(s) failed validation (see results)`,
+          request_id: String(res.getHeader('X-Request-Id') ?? ''),
+        });
+        return;
+      }
+      res.status(r.failed === 0 ? 201 : 207).json(r);
     })
     .all(methodNotAllowed);
 
