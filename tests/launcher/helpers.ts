@@ -1,0 +1,140 @@
+// Launcher tests drive the compiled CLI (dist/cli/index.js) as a real process, in a throwaway
+// working directory with its own env/ and instances/, against the test database.
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execa, type Options } from 'execa';
+import { packageRoot } from '../../src/paths.js';
+import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
+
+export const CLI = path.join(packageRoot, 'dist', 'cli', 'index.js');
+export const KEY = 'launcher-test-key';
+
+/** The CLI's environment: no server variables, no DATABASE_URL; the env files decide. */
+export const cliEnv = (): Record<string, string> => ({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir() });
+
+export interface Workspace {
+  dir: string;
+  envDir: string;
+  instancesDir: string;
+  /** Schema of each group, unique per test. */
+  schemas: Record<string, string>;
+  writeEnv(name: string, lines: Record<string, string>): void;
+  run(args: string[], opts?: Options): Promise<{ exitCode: number | undefined; stdout: string; stderr: string }>;
+  registry(): Record<string, any>;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * A working directory with env/<group>.env for each group (on the test database, port 0, one
+ * unique schema each, one API key), plus env/shared.env.
+ */
+export function createWorkspace(groups: string[], extra: Record<string, Record<string, string>> = {}): Workspace {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'vcon-launch-'));
+  const envDir = path.join(dir, 'env');
+  const instancesDir = path.join(dir, 'instances');
+  mkdirSync(envDir);
+  const schemas: Record<string, string> = {};
+  const writeEnv = (name: string, lines: Record<string, string>) =>
+    writeFileSync(path.join(envDir, `${name}.env`), Object.entries(lines).map(([k, v]) => `${k}=${v}`).join('\n') + '\n');
+  writeEnv('shared', { DATABASE_URL: databaseUrl(), API_KEYS: KEY, LOG_LEVEL: 'warn', EMBEDDINGS_PROVIDER: 'hashing' });
+  for (const g of groups) {
+    schemas[g] = testSchemaName(`l_${g}`);
+    writeEnv(g, { SUPABASE_DB_SCHEMA: schemas[g], VCON_INSTANCE_LABEL: `label-${g}`, ...extra[g] });
+  }
+  const ws: Workspace = {
+    dir,
+    envDir,
+    instancesDir,
+    schemas,
+    writeEnv,
+    async run(args, opts = {}) {
+      const r = await execa(process.execPath, [CLI, ...args], { cwd: dir, env: cliEnv(), extendEnv: false, reject: false, timeout: 60_000, ...opts });
+      return { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) };
+    },
+    registry() {
+      const out: Record<string, any> = {};
+      let files: string[] = [];
+      try {
+        files = readdirSync(instancesDir).filter((f) => f.endsWith('.json'));
+      } catch {
+        /* none yet */
+      }
+      for (const f of files) {
+        try {
+          out[f.slice(0, -5)] = JSON.parse(readFileSync(path.join(instancesDir, f), 'utf8'));
+        } catch {
+          /* being rewritten */
+        }
+      }
+      return out;
+    },
+    async cleanup() {
+      for (const e of Object.values(ws.registry())) {
+        try {
+          process.kill(e.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+      const admin = adminSql();
+      for (const s of Object.values(schemas)) await admin.unsafe(`drop schema if exists "${s}" cascade`);
+      await admin.end();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return ws;
+}
+
+/** pids of running vcon-server processes whose environment names this schema (Linux /proc). */
+export function serverPidsForSchema(schema: string): number[] {
+  const pids: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+      if (!cmd.includes('main.js')) continue;
+      const env = readFileSync(`/proc/${d}/environ`, 'utf8').split('\0');
+      if (env.includes(`SUPABASE_DB_SCHEMA=${schema}`)) pids.push(Number(d));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return pids;
+}
+
+export const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until fn returns a truthy value or the time is up. */
+export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms`);
+    await sleep(everyMs);
+  }
+}
+
+/** JSON fetch against a group's REST base with the test key. */
+export async function api(base: string, p: string, init: RequestInit & { json?: unknown } = {}) {
+  const headers = new Headers(init.headers);
+  headers.set('authorization', `Bearer ${KEY}`);
+  let body = init.body;
+  if (init.json !== undefined) {
+    body = JSON.stringify(init.json);
+    headers.set('content-type', 'application/json');
+  }
+  const res = await fetch(`${base}${p}`, { ...init, headers, body, signal: AbortSignal.timeout(5_000) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
