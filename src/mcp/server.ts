@@ -84,18 +84,23 @@ export function buildMcpServer(deps: McpServerDeps, who: SessionIdentity): McpSe
         }
         taken.add(pt.name);
         const shape = pt.inputSchema ?? {};
-        server.registerTool(
-          pt.name,
-          { description: pt.description, inputSchema: advertisedSchema(shape), _meta: { plugin: plugin.name, plugin_version: plugin.version } },
-          async (args: Record<string, unknown>, extra) => {
-            try {
-              const parsed = validate(z.looseObject(shape), args ?? {}, `arguments of ${pt.name}`) as Record<string, unknown>;
-              return toToolResult(await pt.handler(parsed, ctxOf(extra.requestId)));
-            } catch (err) {
-              return toToolError(err, opts);
-            }
-          },
-        );
+        try {
+          server.registerTool(
+            pt.name,
+            { description: pt.description, inputSchema: advertisedSchema(shape), _meta: { plugin: plugin.name, plugin_version: plugin.version } },
+            async (args: Record<string, unknown>, extra) => {
+              try {
+                const parsed = validate(z.looseObject(shape), args ?? {}, `arguments of ${pt.name}`) as Record<string, unknown>;
+                return toToolResult(await pt.handler(parsed, ctxOf(extra.requestId)));
+              } catch (err) {
+                return toToolError(err, opts);
+              }
+            },
+          );
+        } catch (err) {
+          // A plugin's schema we can't turn into JSON Schema (another zod major) costs that tool, not the session.
+          log.warn({ plugin: plugin.name, tool: pt.name, err: (err as Error).message }, 'plugin tool not offered');
+        }
       }
     }
   }
