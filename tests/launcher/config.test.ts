@@ -1,0 +1,84 @@
+// Env validation before anything starts (bad port, duplicate schema, invalid schema name), `check`,
+// and `migrate` / `migrate --status` without servers.
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createWorkspace, serverPidsForSchema, type Workspace } from './helpers.js';
+
+describe('env validation', () => {
+  let ws: Workspace;
+  beforeAll(() => {
+    ws = createWorkspace(['good']);
+  });
+  afterAll(async () => {
+    await ws?.cleanup();
+  });
+
+  test('a bad port fails before anything starts, naming the file and the variable', async () => {
+    ws.writeEnv('badport', { SUPABASE_DB_SCHEMA: 'l_badport_x', MCP_HTTP_PORT: '70000' });
+    const r = await ws.run(['start', '--group', 'good', '--group', 'badport', '--detach']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('badport.env');
+    expect(r.stderr).toMatch(/MCP_HTTP_PORT: must be between 0 and 65535, got 70000/);
+    expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+    expect(existsSync(ws.instancesDir)).toBe(false);
+    expect(serverPidsForSchema(ws.schemas.good)).toEqual([]);
+  });
+
+  test('an invalid schema name and a duplicate schema are both reported, nothing started', async () => {
+    ws.writeEnv('badschema', { SUPABASE_DB_SCHEMA: 'Bad-Name' });
+    ws.writeEnv('twin', { SUPABASE_DB_SCHEMA: ws.schemas.good });
+    const r = await ws.run(['start', '--group', 'good', '--group', 'badschema', '--group', 'twin']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/badschema\.env:\n\s+- SUPABASE_DB_SCHEMA: must be a PostgreSQL identifier/);
+    expect(r.stderr).toMatch(new RegExp(`groups good, twin:\\n\\s+- SUPABASE_DB_SCHEMA: all use schema "${ws.schemas.good}"`));
+    expect(existsSync(ws.instancesDir)).toBe(false);
+    expect(serverPidsForSchema(ws.schemas.good)).toEqual([]);
+  });
+
+  test('two groups on one fixed port are refused', async () => {
+    ws.writeEnv('p1', { SUPABASE_DB_SCHEMA: 'l_p1_x', MCP_HTTP_PORT: '39999' });
+    ws.writeEnv('p2', { SUPABASE_DB_SCHEMA: 'l_p2_x', MCP_HTTP_PORT: '39999' });
+    const r = await ws.run(['start', '--group', 'p1', '--group', 'p2']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/groups p1, p2:\n\s+- MCP_HTTP_PORT: all listen on port 39999/);
+  });
+
+  test('an unknown group names the known ones', async () => {
+    const r = await ws.run(['start', '--group', 'nope']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/nope\.env:\n\s+- no such file; known groups: .*good/);
+  });
+
+  test('check reports every file: valid ones, each bad variable, collisions and typos', async () => {
+    ws.writeEnv('typo', { SUPABASE_DB_SCHEMA: 'l_typo_x', MCP_HTTP_PROT: '1' });
+    const r = await ws.run(['check']);
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout).toMatch(/ok\s+\S*shared\.env/);
+    expect(r.stdout).toMatch(new RegExp(`ok\\s+\\S*good\\.env: schema ${ws.schemas.good}, label label-good, any free port`));
+    expect(r.stdout).toMatch(/FAIL\s+\S*badport\.env\n\s+- MCP_HTTP_PORT/);
+    expect(r.stdout).toMatch(/FAIL\s+\S*badschema\.env\n\s+- SUPABASE_DB_SCHEMA/);
+    expect(r.stdout).toMatch(/FAIL\s+groups good, twin/);
+    expect(r.stdout).toMatch(/FAIL\s+groups p1, p2/);
+    expect(r.stdout).toMatch(/typo\.env[^\n]*\n\s+warning: MCP_HTTP_PROT is not a variable the server reads/);
+  });
+
+  test('check passes on a clean directory', async () => {
+    for (const f of ['badport', 'badschema', 'twin', 'p1', 'p2', 'typo']) ws.writeEnv(f, { SUPABASE_DB_SCHEMA: `l_${f}_ok` });
+    const r = await ws.run(['check']);
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(r.stdout).toContain('file(s) valid');
+  });
+
+  test('migrate --status lists pending, migrate applies, then nothing is pending', async () => {
+    const before = await ws.run(['migrate', '--group', 'good', '--status']);
+    expect(before.exitCode, before.stderr).toBe(0);
+    expect(before.stdout).toMatch(new RegExp(`good\\s+${ws.schemas.good}\\s+\\S+\\s+none\\s+0001_storage`));
+    const run = await ws.run(['migrate', '--group', 'good']);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/good\s+\S+\s+\S+\s+0001_storage/);
+    const after = await ws.run(['migrate', '--group', 'good', '--status']);
+    expect(after.stdout).toMatch(/0001_storage.*\s+none$/m);
+    const again = await ws.run(['migrate', '--group', 'good']);
+    expect(again.stdout).toContain('none (up to date)');
+  });
+});
