@@ -26,6 +26,9 @@ import { createMetaService } from './services/meta-service.js';
 import { createDatabaseService } from './services/database-service.js';
 import { createAnalyticsService } from './services/analytics-service.js';
 import type { Services } from './services/index.js';
+import { createSearchRepo, createVectorWriter } from './db/search-repo.js';
+import { createEmbeddingProvider } from './embeddings/index.js';
+import { createEmbeddingWorker, createSearchService } from './services/search-service.js';
 import { buildApp } from './http/app.js';
 import { createMcpHttp, type McpHttp } from './mcp/http.js';
 
@@ -46,8 +49,24 @@ export interface Instance {
 /** Wires the services of one instance over a pinned pool. Exported for tests and tools. */
 export function createServices(sql: Sql, config: Config, plugins: readonly Plugin[] = []): Services {
   const buildInfo = getBuildInfo();
-  const transact = createTransactor(sql);
-  const vcons = createVconService({ repo: createVconRepo(sql), transact, plugins });
+  // Search (issue #5): embeddings are written by a DerivedWriter inside every write transaction.
+  const searchLog = createLogger(config).child({ component: 'search' });
+  const embedder = createEmbeddingProvider(config, searchLog);
+  const vectorWriter = createVectorWriter(embedder);
+  const transact = createTransactor(sql, [vectorWriter]);
+  const vcons = createVconService({ repo: createVconRepo(sql, [vectorWriter]), transact, plugins });
+  const searchRepo = createSearchRepo(sql);
+  if (embedder.inline) {
+    // Load (or build, once, under a lock) the word vectors now rather than on the first write.
+    embedder.warm?.().catch((err: Error) => searchLog.error({ err: err.message }, 'embedding provider failed to load'));
+  } else {
+    createEmbeddingWorker({
+      repo: searchRepo,
+      transact: (fn) => sql.begin((tx) => fn(createSearchRepo(tx))) as never,
+      provider: embedder,
+      log: searchLog,
+    }).start();
+  }
   return {
     health: createHealthService({
       ping: async () => {
@@ -61,6 +80,7 @@ export function createServices(sql: Sql, config: Config, plugins: readonly Plugi
     tags: createTagService({ vcons, repo: createTagRepo(sql), plugins }),
     discovery: createDiscoveryService({ repo: createDiscoveryRepo(sql), plugins }),
     meta: createMetaService(),
+    search: createSearchService({ repo: searchRepo, provider: embedder, plugins }),
     database: createDatabaseService({
       repo: createIntrospectionRepo(sql, config.db.schema),
       analyzeTimeoutMs: Math.min(config.db.statementTimeoutMs, 10_000),
@@ -85,6 +105,8 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     schema: config.db.schema,
     max: config.db.poolMax,
     applicationName: `vcon-${config.label ?? config.db.schema}`.slice(0, 60),
+    // No request may hang on a runaway statement: every statement of the pool is bounded.
+    statementTimeoutMs: config.db.statementTimeoutMs,
   });
   const cleanup = async () => {
     await sql.end({ timeout: 5 }).catch(() => undefined);

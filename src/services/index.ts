@@ -4,6 +4,7 @@ import type { VconService } from './vcon-service.js';
 import type { TagService } from './tag-service.js';
 import type { DiscoveryService } from './discovery-service.js';
 import type { MetaService } from './meta-service.js';
+import type { SearchService } from './search-service.js';
 import type { DatabaseService } from './database-service.js';
 import type { AnalyticsService } from './analytics-service.js';
 
@@ -14,8 +15,8 @@ export interface Services {
   tags: TagService;
   discovery: DiscoveryService;
   meta: MetaService;
+  search: SearchService;
   plugins: readonly Plugin[];
-  // Added by the search issue (#5): search: SearchService  (content / semantic / hybrid)
   database: DatabaseService;
   analytics: AnalyticsService;
 }

@@ -1,0 +1,62 @@
+// An OpenAI-compatible HTTP provider (OpenAI, Ollama, vLLM, LocalAI). Remote and slow compared
+// with the local ones, so stored vectors are written in the background (see search-repo's queue).
+import OpenAI from 'openai';
+import type { EmbeddingProvider } from './types.js';
+import { EmbeddingError } from './types.js';
+import { normalize } from './text.js';
+
+export interface OpenAiProviderOptions {
+  url?: string;
+  model?: string;
+  apiKey?: string;
+  /** Requested output size for models that support it (0 = the model's own). */
+  dimensions?: number;
+  /** Texts per request. */
+  batchSize?: number;
+  timeoutMs?: number;
+}
+
+/** Longest text sent; embedding endpoints reject inputs over their context length. */
+const MAX_INPUT_CHARS = 8_000;
+
+export function createOpenAiProvider(opts: OpenAiProviderOptions): EmbeddingProvider {
+  const model = opts.model ?? 'text-embedding-3-small';
+  const client = new OpenAI({
+    baseURL: opts.url,
+    // Local servers (Ollama, vLLM) accept any key; the client insists on one.
+    apiKey: opts.apiKey ?? 'not-needed',
+    timeout: opts.timeoutMs ?? 30_000,
+    maxRetries: 2,
+  });
+  let dims = opts.dimensions || 0;
+  const batch = opts.batchSize ?? 64;
+  return {
+    id: 'openai',
+    model: `${model}${opts.dimensions ? `@${opts.dimensions}` : ''}`,
+    inline: false,
+    dimensions: () => dims,
+    async embed(texts) {
+      const out: Float32Array[] = [];
+      for (let i = 0; i < texts.length; i += batch) {
+        const input = texts.slice(i, i + batch).map((t) => t.slice(0, MAX_INPUT_CHARS) || ' ');
+        // encoding_format 'float': without it some servers answer base64 or empty vectors silently.
+        const res = await client.embeddings.create({
+          model,
+          input,
+          encoding_format: 'float',
+          ...(opts.dimensions ? { dimensions: opts.dimensions } : {}),
+        });
+        const rows = [...res.data].sort((a, b) => a.index - b.index);
+        if (rows.length !== input.length) throw new EmbeddingError(`embedding endpoint returned ${rows.length} vectors for ${input.length} inputs`);
+        for (const r of rows) {
+          if (!Array.isArray(r.embedding) || r.embedding.length === 0) throw new EmbeddingError('embedding endpoint returned an empty vector');
+          const v = normalize(Float32Array.from(r.embedding));
+          if (dims && v.length !== dims) throw new EmbeddingError(`embedding length changed from ${dims} to ${v.length}`);
+          dims = v.length;
+          out.push(v);
+        }
+      }
+      return out;
+    },
+  };
+}

@@ -1,0 +1,173 @@
+// The search service over real PostgreSQL: the labelled retrieval set through the SQL path,
+// vector spaces kept apart, re-embedding, and the background queue of a remote provider.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import { createServices } from '../../src/main.js';
+import { reembedGroup } from '../../src/db/embedding-backfill.js';
+import { createEmbeddingProvider } from '../../src/embeddings/index.js';
+import { embedHashed } from '../../src/embeddings/hashing.js';
+import { internalCtx } from '../../src/services/context.js';
+import { loadRetrievalSet } from '../../scripts/embeddings/quality.js';
+import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
+import { buildVcon } from './builders.js';
+
+const configFor = (schema: string, env: Record<string, string> = {}) =>
+  parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, LOG_LEVEL: 'silent', ...env });
+
+describe('labelled retrieval set through the SQL path', () => {
+  let t: TestSchema;
+  const set = loadRetrievalSet();
+  const ids = new Map<string, string>();
+
+  beforeAll(async () => {
+    t = await createTestSchema('search');
+    const services = createServices(t.sql, configFor(t.schema));
+    const docs = set.conversations.map((c) => {
+      const v = buildVcon({ subject: c.subject, turns: c.turns });
+      ids.set(v.uuid as string, c.id);
+      return v;
+    });
+    const r = await services.vcons.batch(docs, internalCtx);
+    expect(r.created).toBe(docs.length);
+  });
+  afterAll(() => t?.drop());
+
+  test('the default provider finds paraphrases (R@1 ≥ 0.7) and beats hashing on them', async () => {
+    const recall = async (services: ReturnType<typeof createServices>) => {
+      const para = set.queries.filter((q) => q.kind === 'paraphrase');
+      let hits = 0;
+      for (const q of para) {
+        const r = await services.search.semantic({ q: q.q, limit: '1' }, internalCtx);
+        if (ids.get(r.results[0]?.uuid) === q.target) hits++;
+      }
+      return hits / para.length;
+    };
+    const glove = createServices(t.sql, configFor(t.schema));
+    const def = await recall(glove);
+    expect(def).toBeGreaterThanOrEqual(0.7);
+    // Hashing vectors for the same vCons, in their own space beside nothing else: re-embed.
+    const hashingServices = createServices(t.sql, configFor(t.schema, { EMBEDDINGS_PROVIDER: 'hashing' }));
+    await reembedGroup(t.sql, createEmbeddingProvider(configFor(t.schema, { EMBEDDINGS_PROVIDER: 'hashing' })));
+    const hashing = await recall(hashingServices);
+    expect(def).toBeGreaterThan(hashing);
+    // Back to the default space for the other tests.
+    await reembedGroup(t.sql, createEmbeddingProvider(configFor(t.schema)));
+  });
+
+  test('a paraphrase with no shared keyword finds its conversation', async () => {
+    const services = createServices(t.sql, configFor(t.schema));
+    const q = 'unauthorized foreign transactions';
+    const r = await services.search.semantic({ q }, internalCtx);
+    expect(ids.get(r.results[0].uuid)).toBe('c20');
+    expect((await services.search.content({ q }, internalCtx)).results).toEqual([]);
+    const h = await services.search.hybrid({ q }, internalCtx);
+    expect(ids.get(h.results[0].uuid)).toBe('c20');
+    expect(h.results[0]).toMatchObject({ keyword_rank: null, semantic_rank: 1 });
+  });
+});
+
+describe('vector spaces', () => {
+  let t: TestSchema;
+  beforeAll(async () => {
+    t = await createTestSchema('search');
+  });
+  afterAll(() => t?.drop());
+
+  test('a query is never compared with vectors of another provider; re-embedding moves the group', async () => {
+    const hashingCfg = configFor(t.schema, { EMBEDDINGS_PROVIDER: 'hashing' });
+    const hashing = createServices(t.sql, hashingCfg);
+    const glove = createServices(t.sql, configFor(t.schema));
+    const v = buildVcon({ subject: 'Lost luggage', turns: ['My suitcase did not arrive on the carousel after the flight.'] });
+    await hashing.vcons.create(v, internalCtx);
+    expect((await hashing.search.semantic({ q: 'suitcase missing' }, internalCtx)).results.map((r) => r.uuid)).toEqual([v.uuid]);
+    // Stored vectors are hashing ones: the GloVe query space must not see them.
+    expect((await glove.search.semantic({ q: 'suitcase missing' }, internalCtx)).results).toEqual([]);
+    // Keyword search doesn't depend on the space.
+    expect((await glove.search.content({ q: 'suitcase' }, internalCtx)).results).toHaveLength(1);
+    const report = await reembedGroup(t.sql, createEmbeddingProvider(configFor(t.schema)));
+    expect(report.embedded).toBe(1);
+    expect(report.spaces).toEqual([{ provider: 'glove', model: expect.any(String), vcons: 1 }]);
+    expect((await glove.search.semantic({ q: 'suitcase missing' }, internalCtx)).results.map((r) => r.uuid)).toEqual([v.uuid]);
+    expect((await hashing.search.semantic({ q: 'suitcase missing' }, internalCtx)).results).toEqual([]);
+    // A second run has nothing left to do.
+    expect((await reembedGroup(t.sql, createEmbeddingProvider(configFor(t.schema)))).embedded).toBe(0);
+  });
+
+  test('a tag write does not re-embed unchanged texts', async () => {
+    const glove = createServices(t.sql, configFor(t.schema));
+    const v = buildVcon({ subject: 'Seat upgrade', turns: ['Can I move to business class?'] });
+    await glove.vcons.create(v, internalCtx);
+    const [before] = await t.sql<{ xmin: string }[]>`select xmin::text from vcon_vectors where vcon_uuid = ${v.uuid as string}::uuid`;
+    await glove.tags.set(v.uuid as string, 'tier', 'gold', internalCtx);
+    const [after] = await t.sql<{ xmin: string }[]>`select xmin::text from vcon_vectors where vcon_uuid = ${v.uuid as string}::uuid`;
+    expect(after.xmin).toBe(before.xmin);
+  });
+});
+
+describe('OpenAI-compatible provider', () => {
+  let t: TestSchema;
+  let server: Server;
+  let calls = 0;
+  let failing = false;
+
+  beforeAll(async () => {
+    t = await createTestSchema('search');
+    // A stand-in for the embedding endpoint (the only thing tests fake: outbound HTTP).
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        calls++;
+        if (failing) {
+          res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"down"}}');
+          return;
+        }
+        const { input, encoding_format } = JSON.parse(body) as { input: string[]; encoding_format: string };
+        expect(encoding_format).toBe('float');
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            object: 'list',
+            model: 'fake-embed',
+            data: input.map((text, index) => ({ object: 'embedding', index, embedding: Array.from(embedHashed(text, 64)) })),
+            usage: { prompt_tokens: 1, total_tokens: 1 },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+    await t?.drop();
+  });
+
+  test('embeds in the background through the queue; the vCon is found once drained', async () => {
+    const port = (server.address() as AddressInfo).port;
+    const services = createServices(t.sql, configFor(t.schema, {
+      EMBEDDINGS_PROVIDER: 'openai', EMBEDDINGS_URL: `http://127.0.0.1:${port}/v1`, EMBEDDINGS_MODEL: 'fake-embed',
+    }));
+    const v = buildVcon({ subject: 'Broken umbrella', turns: ['The umbrella frame snapped in the wind.'] });
+    await services.vcons.create(v, internalCtx);
+    // Keyword search is immediate; the semantic side follows within the worker's polling interval.
+    expect((await services.search.content({ q: 'umbrella' }, internalCtx)).results).toHaveLength(1);
+    let found: string[] = [];
+    for (let i = 0; i < 50 && found.length === 0; i++) {
+      found = (await services.search.semantic({ q: 'umbrella frame snapped' }, internalCtx)).results.map((r) => r.uuid);
+      if (found.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(found).toEqual([v.uuid]);
+    const [queue] = await t.sql<{ n: number }[]>`select count(*)::int as n from embedding_queue`;
+    expect(queue.n).toBe(0);
+    const [row] = await t.sql<{ provider: string; model: string }[]>`select provider, model from vcon_vectors`;
+    expect(row).toEqual({ provider: 'openai', model: 'fake-embed' });
+    expect(calls).toBeGreaterThan(0);
+
+    // A failing endpoint: semantic search says so (503), keyword search still works.
+    failing = true;
+    await expect(services.search.semantic({ q: 'umbrella' }, internalCtx)).rejects.toMatchObject({ status: 503 });
+    expect((await services.search.content({ q: 'umbrella' }, internalCtx)).results).toHaveLength(1);
+    failing = false;
+  });
+});
