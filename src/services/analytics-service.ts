@@ -7,13 +7,16 @@ import { runHook, type Plugin } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
 import type { AnalyticsRepo, DateRange, Granularity, GrowthRow } from '../db/analytics-repo.js';
 
+/** Period sizes of the growth trend (UTC; weeks start on Monday). */
 export const GRANULARITIES = ['day', 'week', 'month'] as const;
+/** The longest growth window, in months. */
 export const MAX_MONTHS_BACK = 60;
 /** Periods projected after the last complete one (the current period included). */
 const PROJECTION_PERIODS = 3;
 
 type Raw = Record<string, unknown>;
 
+/** Validated growth parameters. */
 export interface GrowthParams {
   granularity: Granularity;
   months_back: number;

@@ -23,6 +23,7 @@ const LONG_RUNNING_CRITICAL_S = 300;
 const SEQ_SCAN_ROWS = 10_000;
 const TOAST_ADVICE_BYTES = 1024 * 1024;
 
+/** `info` never changes the health status; `warning` and `critical` do. */
 export type Severity = 'info' | 'warning' | 'critical';
 
 /** An alert or recommendation computed from the figures of the same answer. */
@@ -36,6 +37,7 @@ export interface Advice {
   action?: string;
 }
 
+/** What the database service needs: the schema-bound catalog repo and its limits. */
 export interface DatabaseServiceDeps {
   repo: IntrospectionRepo;
   /** statement_timeout of POST /database/analyze. */
