@@ -5,8 +5,8 @@ import type { GroupSpec } from './groups.js';
 import { note } from './output.js';
 import type { Registry, RegistryEntry } from './registry.js';
 
-/** Restart delays: the first is short so a one-off crash costs well under a second. */
-const BACKOFF_MS = [100, 500, 1_000, 2_000, 5_000, 10_000, 30_000];
+/** Restart delays: the first is immediate, so a one-off crash costs only a server start (~1 s). */
+const BACKOFF_MS = [0, 500, 1_000, 2_000, 5_000, 10_000, 30_000];
 /** A child that stayed up this long is healthy again: its next crash starts the backoff over. */
 const STABLE_AFTER_MS = 30_000;
 

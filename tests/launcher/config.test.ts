@@ -1,8 +1,10 @@
 // Env validation before anything starts (bad port, duplicate schema, invalid schema name), `check`,
 // and `migrate` / `migrate --status` without servers.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createWorkspace, serverPidsForSchema, type Workspace } from './helpers.js';
+import { packageRoot } from '../../src/paths.js';
+import { CLI, cliEnv, createWorkspace, serverPidsForSchema, type Workspace } from './helpers.js';
 
 describe('env validation', () => {
   let ws: Workspace;
@@ -80,5 +82,26 @@ describe('env validation', () => {
     expect(after.stdout).toMatch(/0001_storage.*\s+none$/m);
     const again = await ws.run(['migrate', '--group', 'good']);
     expect(again.stdout).toContain('none (up to date)');
+  });
+});
+
+describe('committed env files', () => {
+  test('env/example.env documents every variable of the server, one comment line each', async () => {
+    const { EnvSchema } = await import('../../src/config.js');
+    const text = readFileSync(path.join(packageRoot, 'env', 'example.env'), 'utf8');
+    const lines = text.split('\n');
+    const documented = lines.flatMap((l, i) => {
+      const m = /^# ([A-Z][A-Z0-9_]+)=/.exec(l);
+      return m ? [{ key: m[1], comment: lines[i - 1] }] : [];
+    });
+    expect(documented.map((d) => d.key).sort()).toEqual(Object.keys(EnvSchema.shape).sort());
+    for (const d of documented) expect(d.comment, d.key).toMatch(/^# (?![A-Z][A-Z0-9_]+=).{10,}/);
+  });
+
+  test('env/demo.env and env/example.env pass check', async () => {
+    const { execa } = await import('execa');
+    const r = await execa(process.execPath, [CLI, 'check', '--env-dir', path.join(packageRoot, 'env')], { env: cliEnv(), extendEnv: false, reject: false });
+    expect(r.stdout).toMatch(/ok\s+\S*demo\.env: schema demo, label demo, any free port, database embedded/);
+    expect(r.stdout).toMatch(/ok\s+\S*example\.env: documentation/);
   });
 });
