@@ -2,8 +2,9 @@ import type { Router } from 'express';
 import type { Config } from '../../config.js';
 import type { BuildInfo } from '../../version.js';
 import type { Services } from '../../services/index.js';
+import { buildOpenApiDocument } from '../openapi.js';
 
-/** Routes that need no key: health, version, schema, examples (SPEC.md "Infrastructure"). */
+/** Routes that need no key: health, version, schema, openapi.json, examples (SPEC.md "Infrastructure"). */
 export function registerInfraRoutes(router: Router, deps: { config: Config; services: Services; buildInfo: BuildInfo }) {
   const { services, buildInfo, config } = deps;
 
@@ -35,6 +36,12 @@ export function registerInfraRoutes(router: Router, deps: { config: Config; serv
 
   router.get('/schema', (_req, res) => {
     res.type('application/schema+json').send(JSON.stringify(services.meta.schema()));
+  });
+
+  let openapi: string | undefined;
+  router.get('/openapi.json', (_req, res) => {
+    openapi ??= JSON.stringify(buildOpenApiDocument(config, { version: buildInfo.version }));
+    res.type('application/json').send(openapi);
   });
 
   router.get('/examples/:type', (req, res) => {

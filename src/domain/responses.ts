@@ -1,0 +1,199 @@
+// The response bodies of the REST API (API.md), as zod schemas: the single source the OpenAPI
+// document (src/http/openapi.ts) is generated from, and what its response test checks real
+// answers against. Envelopes are closed objects (a new key is a contract change); the vCon parts
+// inside them are the validator's own open schemas from vcon.ts.
+import { z } from 'zod';
+import { Analysis, Attachment, Dialog, EncryptedVcon, SignedVcon, Vcon } from './vcon.js';
+
+/** The machine-readable `error` codes per HTTP status (API.md "Envelopes"). */
+export const ERROR_CODES = {
+  400: ['validation_failed', 'invalid_json', 'invalid_parameter', 'batch_too_large', 'batch_empty', 'paging_cap_exceeded'],
+  401: ['unauthorized'],
+  403: ['forbidden'],
+  404: ['vcon_not_found', 'tag_not_found', 'example_not_found', 'route_not_found'],
+  405: ['method_not_allowed'],
+  413: ['payload_too_large'],
+  415: ['unsupported_media_type'],
+  500: ['internal_error'],
+  // embeddings_unavailable: the embedding provider of semantic/hybrid search failed (search routes only).
+  503: ['auth_not_configured', 'database_unavailable', 'embeddings_unavailable'],
+} as const satisfies Record<number, readonly string[]>;
+
+export type ErrorStatus = keyof typeof ERROR_CODES;
+export const ERROR_STATUSES = Object.keys(ERROR_CODES).map(Number) as ErrorStatus[];
+
+export const ErrorDetail = z.object({
+  path: z.string().describe('JSON path of the problem, e.g. dialog[0].type, or the parameter name'),
+  message: z.string(),
+});
+
+const errorBody = <C extends readonly [string, ...string[]]>(codes: C) =>
+  z.object({
+    success: z.literal(false),
+    error: z.enum(codes).describe('Machine-readable snake_case code'),
+    message: z.string().describe('What failed and where, for people'),
+    details: z.array(ErrorDetail).optional().describe('Every problem found (validation failures list all, not just the first)'),
+    hint: z.string().optional().describe('How to fix it; only when NODE_ENV is not production'),
+    request_id: z.string().optional().describe('Echoes the X-Request-Id response header'),
+  });
+
+const ALL_CODES = Object.values(ERROR_CODES).flat() as unknown as readonly [string, ...string[]];
+
+/** The one error format of every route, auth and unknown routes included. */
+export const ErrorBody = errorBody(ALL_CODES);
+
+/** The error body of one status, with only that status's codes. */
+export const errorBodyOf = (status: ErrorStatus) => errorBody(ERROR_CODES[status] as unknown as readonly [string, ...string[]]);
+
+/** A vCon as stored and returned: plain, or the opaque signed (JWS) or encrypted (JWE) form. */
+export const StoredVcon = z.union([Vcon, SignedVcon, EncryptedVcon]);
+
+export const Pagination = z.object({
+  limit: z.number().int().min(1).describe('The page size actually used (capped at 100)'),
+  offset: z.number().int().min(0).describe('The offset applied'),
+  has_more: z.boolean().describe('True only when a further row exists beyond this page'),
+});
+
+const ok = z.literal(true);
+const Count = z.number().int().min(0);
+const UuidString = z.string().describe('vCon UUID (lower-case)');
+
+// Infrastructure
+
+export const HealthOk = z.object({
+  success: ok,
+  status: z.literal('healthy'),
+  database: z.literal('connected'),
+  schema: z.string().describe('The active database schema of this instance'),
+  instance: z.string().nullable().describe('VCON_INSTANCE_LABEL, or null'),
+  version: z.string(),
+  uptime_s: Count,
+});
+export const HealthDown = HealthOk.extend({
+  success: z.literal(false),
+  status: z.literal('unhealthy'),
+  database: z.literal('error'),
+});
+
+export const VersionInfo = z.object({
+  success: ok,
+  version: z.string().describe('The package version'),
+  git_commit: z.string(),
+  build_time: z.string(),
+  api_base_path: z.string(),
+});
+
+export const JsonSchemaDocument = z.record(z.string(), z.unknown()).describe('A JSON Schema (draft 2020-12) document');
+export const OpenApiDocument = z.record(z.string(), z.unknown()).describe('This OpenAPI 3.1 document');
+
+export const ExampleResult = z.object({ success: ok, type: z.string(), vcon: Vcon });
+
+// vCons
+
+export const Created = z.object({ success: ok, uuid: UuidString, created: z.literal(true) });
+export const Replaced = z.object({ success: ok, uuid: UuidString, created: z.literal(false) });
+
+export const BatchItem = z.object({
+  index: Count.describe('Position in the request array'),
+  uuid: z.string().nullable(),
+  status: z.union([z.literal(201), z.literal(200), z.literal(400)]).describe('201 created, 200 replaced, 400 rejected'),
+  error: z.string().optional(),
+  message: z.string().optional(),
+  details: z.array(ErrorDetail).optional(),
+});
+export const BatchResult = z.object({
+  success: z.boolean().describe('True when no item failed'),
+  total: Count,
+  created: Count,
+  updated: Count,
+  failed: Count,
+  results: z.array(BatchItem).describe('One result per item, in input order'),
+});
+
+/** 400 when no item was stored: the batch report and the error format in one body. */
+export const BatchFailed = BatchResult.extend({
+  success: z.literal(false),
+  error: z.literal('validation_failed'),
+  message: z.string(),
+  hint: z.string().optional(),
+  request_id: z.string().optional(),
+});
+
+export const ListItem = z.object({
+  uuid: UuidString,
+  subject: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string().nullable(),
+  parties_count: Count,
+  dialog_count: Count,
+  analysis_count: Count,
+  attachments_count: Count,
+});
+export const VconList = z.object({
+  success: ok,
+  data: z
+    .array(z.union([ListItem, StoredVcon, UuidString]))
+    .describe('format=metadata (default): list items; format=full: whole vCons; format=ids_only: uuid strings'),
+  pagination: Pagination,
+});
+
+export const VconResult = z.object({ success: ok, vcon: StoredVcon });
+export const Deleted = z.object({ success: ok, uuid: UuidString, deleted: z.literal(true) });
+
+export const AnalysisList = z.object({ success: ok, uuid: UuidString, count: Count, analysis: z.array(Analysis) });
+export const AttachmentList = z.object({ success: ok, uuid: UuidString, count: Count, attachments: z.array(Attachment) });
+
+const appended = { success: ok, uuid: UuidString, index: Count.describe('Index of the new item in its array') };
+export const DialogAppended = z.object({ ...appended, dialog: Dialog });
+export const AnalysisAppended = z.object({ ...appended, analysis: Analysis });
+export const AttachmentAppended = z.object({ ...appended, attachment: Attachment });
+
+// Tags and discovery
+
+export const TagMap = z.object({ success: ok, uuid: UuidString, tags: z.record(z.string(), z.string()) });
+export const TagValue = z.object({ success: ok, uuid: UuidString, key: z.string(), value: z.string() });
+
+const ValueCount = z.object({ value: z.string(), count: Count });
+export const UniqueTags = z.object({
+  success: ok,
+  total_vcons_with_tags: Count,
+  keys: z.array(z.object({ key: z.string(), vcon_count: Count, values: z.array(ValueCount) })),
+});
+export const TagSearchResult = z.object({ success: ok, count: Count, uuids: z.array(UuidString), pagination: Pagination });
+
+export const DiscoveryResult = z.object({
+  success: ok,
+  total_vcons: Count,
+  count: Count,
+  values: z
+    .array(z.object({ value: z.string(), count: Count.optional().describe('Absent with include_counts=false') }))
+    .describe('Ordered by count, then value'),
+});
+
+// Search
+
+export const SearchMatch = z.object({
+  source: z.enum(['subject', 'party', 'dialog', 'analysis', 'attachment']),
+  index: Count,
+  snippet: z.string().max(300),
+});
+export const SearchHit = z.object({
+  uuid: UuidString,
+  subject: z.string().nullable(),
+  created_at: z.string(),
+  score: z.number(),
+  matches: z.array(SearchMatch),
+});
+export const HybridHit = SearchHit.extend({
+  keyword_rank: z.number().int().min(1).nullable().describe('Rank in the keyword ranking, null when it did not find the vCon'),
+  semantic_rank: z.number().int().min(1).nullable().describe('Rank in the semantic ranking, null when it did not find the vCon'),
+});
+export const SearchResults = z.object({ success: ok, count: Count, results: z.array(SearchHit), pagination: Pagination });
+export const HybridResults = SearchResults.extend({ results: z.array(HybridHit) });
+
+// Database and analytics
+
+export const DataResult = z.object({
+  success: ok,
+  data: z.record(z.string(), z.unknown()).describe('Figures of this instance\'s schema only'),
+});

@@ -1,0 +1,525 @@
+// The OpenAPI 3.1 document of the REST API (GET /openapi.json), generated from the zod schemas the
+// service validates with (domain/vcon.ts, domain/queries.ts) and the response schemas of
+// domain/responses.ts, through a route table below. Nothing here restates the vCon schema.
+import { z } from 'zod';
+import type { Config } from '../config.js';
+import { EXAMPLES, EXAMPLE_TYPES } from '../domain/examples.js';
+import { GET_FORMATS, ListQuerySchema, MAX_PAGE } from '../domain/queries.js';
+import * as R from '../domain/responses.js';
+import { ERROR_CODES, type ErrorStatus } from '../domain/responses.js';
+import { Analysis, Attachment, Dialog, EncryptedVcon, Party, SignedVcon, Uuid, Vcon } from '../domain/vcon.js';
+import { GRANULARITIES, MAX_MONTHS_BACK } from '../services/analytics-service.js';
+import { MAX_ANALYZE_CHARS } from '../services/database-service.js';
+import { MAX_QUERY_CHARS } from '../services/search-service.js';
+import { MAX_BATCH } from '../services/vcon-service.js';
+
+type Json = Record<string, unknown>;
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** Request bodies the routes check by hand (PATCH, tag PUT, analyze), described for clients. */
+const VconPatch = z
+  .object({
+    subject: z.string().nullable().optional(),
+    extensions: z.array(z.string()).optional(),
+    critical: z.array(z.string()).optional(),
+    must_support: z.array(z.string()).optional().describe('Legacy: stored as critical'),
+  })
+  .describe('At least one of subject, extensions, critical (legacy must_support); any other field is refused');
+const TagPut = z.object({ value: z.union([z.string(), z.number(), z.boolean()]).describe('Stored as a string') });
+const AnalyzeRequest = z.object({
+  query: z.string().min(1).max(MAX_ANALYZE_CHARS).describe('One SELECT or WITH ... SELECT statement'),
+  analyze: z.boolean().optional().describe('EXPLAIN ANALYZE (runs the statement in a read-only transaction); default false'),
+});
+
+/** The components every document holds: schema name → zod schema. */
+const SCHEMAS: Record<string, z.ZodType> = {
+  Vcon, Party, Dialog, Analysis, Attachment, SignedVcon, EncryptedVcon,
+  StoredVcon: R.StoredVcon,
+  VconPatch, TagPut, AnalyzeRequest,
+  ErrorDetail: R.ErrorDetail,
+  Error: R.ErrorBody,
+  ...Object.fromEntries(R.ERROR_STATUSES.map((s) => [`Error${s}`, R.errorBodyOf(s)])),
+  Pagination: R.Pagination,
+  HealthOk: R.HealthOk, HealthDown: R.HealthDown, VersionInfo: R.VersionInfo,
+  JsonSchemaDocument: R.JsonSchemaDocument, OpenApiDocument: R.OpenApiDocument, ExampleResult: R.ExampleResult,
+  Created: R.Created, Replaced: R.Replaced, BatchItem: R.BatchItem, BatchResult: R.BatchResult, BatchFailed: R.BatchFailed,
+  ListItem: R.ListItem, VconList: R.VconList, VconResult: R.VconResult, Deleted: R.Deleted,
+  AnalysisList: R.AnalysisList, AttachmentList: R.AttachmentList,
+  DialogAppended: R.DialogAppended, AnalysisAppended: R.AnalysisAppended, AttachmentAppended: R.AttachmentAppended,
+  TagMap: R.TagMap, TagValue: R.TagValue, UniqueTags: R.UniqueTags, TagSearchResult: R.TagSearchResult,
+  DiscoveryResult: R.DiscoveryResult,
+  SearchMatch: R.SearchMatch, SearchHit: R.SearchHit, HybridHit: R.HybridHit,
+  SearchResults: R.SearchResults, HybridResults: R.HybridResults,
+  DataResult: R.DataResult,
+};
+type SchemaName = keyof typeof SCHEMAS & string;
+
+// Query parameters: the same rules the services apply (domain/queries.ts parsers), as zod objects.
+const Limit = (def: number) => z.number().int().min(1).default(def).describe(`Page size, default ${def}, capped at ${MAX_PAGE}`);
+const Offset = z.number().int().min(0).default(0).describe('Rows to skip');
+const TagsFilter = ListQuerySchema.shape.tags;
+const DateFilters = { start_date: ListQuerySchema.shape.start_date, end_date: ListQuerySchema.shape.end_date };
+const SearchQuery = z.object({
+  q: z.string().min(1).max(MAX_QUERY_CHARS).describe('The text to search for; quotes, OR and -word work as in a web search box'),
+  limit: Limit(10),
+  offset: Offset,
+  tags: TagsFilter,
+  ...DateFilters,
+});
+const VectorSearchQuery = SearchQuery.extend({
+  threshold: z.number().min(0).max(1).default(0).describe('Minimum cosine similarity (0 is honoured)'),
+});
+const GrowthQuery = z.object({
+  granularity: z.enum(GRANULARITIES).default('month'),
+  months_back: z.number().int().min(1).max(MAX_MONTHS_BACK).default(12),
+});
+const TagAnalyticsQuery = z.object({
+  limit: z.number().int().min(1).max(100).default(20).describe('Keys reported'),
+  values_limit: z.number().int().min(1).max(100).default(10).describe('Values reported per key'),
+});
+const ContentQuery = z.object(DateFilters);
+const DiscoveryQuery = z.object({
+  include_counts: z.boolean().default(true).describe('false drops the per-value count'),
+  min_count: z.number().int().min(1).default(1).describe('Only values found in at least this many vCons'),
+});
+
+/** Query parameters whose value is JSON (OpenAPI `content` instead of `schema`). */
+const JSON_PARAMS = new Set(['tags']);
+
+const TagKey = z.string().min(1).max(200).regex(/^[^:]+$/).describe('Tag key: not empty, no ":"');
+
+interface Reply {
+  description: string;
+  schema?: SchemaName;
+  contentType?: string;
+  examples?: Record<string, { summary?: string; value: unknown }>;
+}
+
+interface Route {
+  method: Method;
+  /** Express-style path relative to the base path. */
+  path: string;
+  id: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  /** The infrastructure routes that need no key. */
+  open?: true;
+  query?: z.ZodObject;
+  body?: { schema: SchemaName | z.ZodType; description?: string; examples?: Record<string, { summary?: string; value: unknown }> };
+  replies: Partial<Record<number, Reply>>;
+  /** Error statuses of the route itself; auth, body and 500 errors are added from `auth` and `body`. */
+  errors?: ErrorStatus[];
+  /** Routes that exist only when the REST API is enabled. */
+  rest?: boolean;
+}
+
+const vconExamples = Object.fromEntries(EXAMPLE_TYPES.map((t) => [t, { summary: `Example vCon "${t}"`, value: EXAMPLES[t] }]));
+
+/** Every route under the base path. A test compares this table with the routes express registered. */
+const ROUTES: Route[] = [
+  // Infrastructure (no authentication)
+  {
+    method: 'get', path: '/health', id: 'getHealth', tag: 'infrastructure', open: true,
+    summary: 'API and database health', description: 'Reports the active schema and the instance label. Never reveals database version, host or credentials.',
+    replies: { 200: { description: 'Healthy', schema: 'HealthOk' }, 503: { description: 'The database is not reachable', schema: 'HealthDown' } },
+  },
+  {
+    method: 'get', path: '/version', id: 'getVersion', tag: 'infrastructure', open: true,
+    summary: 'Version information', replies: { 200: { description: 'Version, commit, build time, base path', schema: 'VersionInfo' } },
+  },
+  {
+    method: 'get', path: '/schema', id: 'getVconSchema', tag: 'infrastructure', open: true, rest: true,
+    summary: 'The vCon JSON Schema (draft 2020-12), generated from the validator',
+    replies: { 200: { description: 'JSON Schema document', schema: 'JsonSchemaDocument', contentType: 'application/schema+json' } },
+  },
+  {
+    method: 'get', path: '/openapi.json', id: 'getOpenApi', tag: 'infrastructure', open: true, rest: true,
+    summary: 'This OpenAPI 3.1 document', replies: { 200: { description: 'OpenAPI document', schema: 'OpenApiDocument' } },
+  },
+  {
+    method: 'get', path: '/examples/:type', id: 'getExample', tag: 'infrastructure', open: true, rest: true,
+    summary: 'An example vCon by type; each passes the service\'s own validation',
+    replies: {
+      200: {
+        description: 'The example',
+        schema: 'ExampleResult',
+        examples: Object.fromEntries(EXAMPLE_TYPES.map((t) => [t, { value: { success: true, type: t, vcon: EXAMPLES[t] } }])),
+      },
+    },
+    errors: [404],
+  },
+
+  // vCons
+  {
+    method: 'post', path: '/vcons', id: 'createVcon', tag: 'vcons',
+    summary: 'Create a vCon, or replace the one with the same uuid',
+    description: 'The body is the vCon itself. A missing uuid is assigned (v4), a missing created_at set to now.',
+    body: { schema: 'StoredVcon', examples: vconExamples },
+    replies: { 201: { description: 'Created', schema: 'Created' }, 200: { description: 'Replaced: the uuid existed', schema: 'Replaced' } },
+    errors: [400],
+  },
+  {
+    method: 'post', path: '/vcons/batch', id: 'createVconBatch', tag: 'vcons',
+    summary: `Create or replace 1 to ${MAX_BATCH} vCons; items are independent`,
+    body: {
+      schema: z.array(R.StoredVcon).min(1).max(MAX_BATCH),
+      examples: { two: { summary: 'Two example vCons', value: [EXAMPLES.minimal, EXAMPLES.chat] } },
+    },
+    replies: {
+      201: { description: 'Every item stored', schema: 'BatchResult' },
+      207: { description: 'Some items stored, some rejected', schema: 'BatchResult' },
+      400: { description: 'No item stored (the batch report with error validation_failed), or a bad request (error body: validation_failed, batch_empty, batch_too_large, invalid_json)', schema: 'BatchFailed' },
+    },
+  },
+  {
+    method: 'get', path: '/vcons', id: 'listVcons', tag: 'vcons',
+    summary: 'List vCons, newest first (by latest tag change with tags=)', query: ListQuerySchema,
+    replies: { 200: { description: 'A page of vCons', schema: 'VconList' } },
+    errors: [400],
+  },
+  {
+    method: 'get', path: '/vcons/:uuid', id: 'getVcon', tag: 'vcons', summary: 'Read a vCon',
+    query: z.object({
+      format: z.enum(GET_FORMATS).default('full').describe('metadata: no dialog/analysis/attachments; summary: metadata plus summary analyses'),
+    }),
+    replies: { 200: { description: 'The vCon as stored (after read hooks)', schema: 'VconResult' } },
+    errors: [400, 404],
+  },
+  {
+    method: 'patch', path: '/vcons/:uuid', id: 'updateVcon', tag: 'vcons', summary: 'Update subject, extensions, critical',
+    body: { schema: 'VconPatch' },
+    replies: { 200: { description: 'The full updated vCon', schema: 'VconResult' } },
+    errors: [400, 404],
+  },
+  {
+    method: 'delete', path: '/vcons/:uuid', id: 'deleteVcon', tag: 'vcons', summary: 'Delete a vCon and every derived row',
+    replies: { 200: { description: 'Deleted', schema: 'Deleted' } },
+    errors: [400, 404],
+  },
+  {
+    method: 'post', path: '/vcons/:uuid/dialog', id: 'addDialog', tag: 'vcons', summary: 'Append a dialog',
+    body: { schema: 'Dialog' },
+    replies: { 201: { description: 'Appended at index', schema: 'DialogAppended' } },
+    errors: [400, 404],
+  },
+  {
+    method: 'get', path: '/vcons/:uuid/analysis', id: 'getAnalysis', tag: 'vcons', summary: 'Read the analyses, filtered by type',
+    query: z.object({ type: z.string().max(1000).optional().describe('Exact analysis type (discover them at /discovery/analysis/types)') }),
+    replies: { 200: { description: 'Analyses', schema: 'AnalysisList' } },
+    errors: [400, 404],
+  },
+  {
+    method: 'post', path: '/vcons/:uuid/analysis', id: 'addAnalysis', tag: 'vcons', summary: 'Append an analysis',
+    description: 'vendor is required, body must be a string, schema_version is refused (use schema).',
+    body: { schema: 'Analysis' },
+    replies: { 201: { description: 'Appended at index', schema: 'AnalysisAppended' } },
+    errors: [400, 404],
+  },
+  {
+    method: 'get', path: '/vcons/:uuid/attachments', id: 'getAttachments', tag: 'vcons', summary: 'Read the attachments, filtered by purpose and/or legacy type',
+    query: z.object({
+      purpose: z.string().max(1000).optional().describe('Preferred: matches purpose, or type for legacy attachments without purpose'),
+      type: z.string().max(1000).optional().describe('Legacy attachment type'),
+    }),
+    replies: { 200: { description: 'Attachments', schema: 'AttachmentList' } },
+    errors: [400, 404],
+  },
+  {
+    method: 'post', path: '/vcons/:uuid/attachments', id: 'addAttachment', tag: 'vcons', summary: 'Append an attachment',
+    body: { schema: 'Attachment' },
+    replies: { 201: { description: 'Appended at index', schema: 'AttachmentAppended' } },
+    errors: [400, 404],
+  },
+
+  // Tags and discovery
+  {
+    method: 'get', path: '/vcons/:uuid/tags', id: 'getTags', tag: 'tags', summary: 'All tags of a vCon, or one with key=',
+    query: z.object({ key: z.string().max(1000).optional().describe('Return only this tag (404 tag_not_found when absent)') }),
+    replies: { 200: { description: 'TagMap without key, TagValue with key', schema: 'TagMap' } },
+    errors: [400, 404],
+  },
+  {
+    method: 'delete', path: '/vcons/:uuid/tags', id: 'deleteTags', tag: 'tags', summary: 'Remove every tag',
+    replies: { 204: { description: 'Removed' } }, errors: [400, 404],
+  },
+  {
+    method: 'put', path: '/vcons/:uuid/tags/:key', id: 'setTag', tag: 'tags', summary: 'Set a tag',
+    body: { schema: 'TagPut' },
+    replies: { 200: { description: 'The stored tag', schema: 'TagValue' } }, errors: [400, 404],
+  },
+  {
+    method: 'delete', path: '/vcons/:uuid/tags/:key', id: 'deleteTag', tag: 'tags', summary: 'Remove a tag (also when absent)',
+    replies: { 204: { description: 'Removed' } }, errors: [400, 404],
+  },
+  {
+    method: 'get', path: '/tags', id: 'listTags', tag: 'tags', summary: 'Unique tag keys and values across the database',
+    replies: { 200: { description: 'Keys with their values and counts', schema: 'UniqueTags' } },
+  },
+  {
+    method: 'get', path: '/tags/search', id: 'searchTags', tag: 'tags', summary: 'vCons having every given tag, newest tag change first',
+    query: z.object({ tags: TagsFilter.unwrap().describe('Required: every pair must match'), limit: Limit(50), offset: Offset }),
+    replies: { 200: { description: 'Matching uuids', schema: 'TagSearchResult' } }, errors: [400],
+  },
+  ...(
+    [
+      ['/discovery/attachments/purposes', 'discoverAttachmentPurposes', 'Live attachment purposes'],
+      ['/discovery/attachments/types', 'discoverAttachmentTypes', 'Legacy attachment types'],
+      ['/discovery/analysis/types', 'discoverAnalysisTypes', 'Live analysis types'],
+    ] as const
+  ).map(([path, id, summary]): Route => ({
+    method: 'get', path, id, tag: 'discovery', summary, query: DiscoveryQuery,
+    replies: { 200: { description: 'Values with the number of vCons having each', schema: 'DiscoveryResult' } }, errors: [400],
+  })),
+
+  // Search
+  {
+    method: 'get', path: '/vcons/search/content', id: 'searchContent', tag: 'search', summary: 'Keyword (full-text) search', query: SearchQuery,
+    replies: { 200: { description: 'One result per vCon, best first', schema: 'SearchResults' } }, errors: [400],
+  },
+  {
+    method: 'get', path: '/vcons/search/semantic', id: 'searchSemantic', tag: 'search', summary: 'Embedding similarity search', query: VectorSearchQuery,
+    replies: { 200: { description: 'One result per vCon, best first', schema: 'SearchResults' } }, errors: [400],
+  },
+  {
+    method: 'get', path: '/vcons/search/hybrid', id: 'searchHybrid', tag: 'search', summary: 'Reciprocal rank fusion of keyword and semantic search', query: VectorSearchQuery,
+    replies: { 200: { description: 'One result per vCon, best first, with both ranks', schema: 'HybridResults' } }, errors: [400],
+  },
+
+  // Database and analytics
+  ...(
+    [
+      ['/database/shape', 'getDatabaseShape', 'Tables, columns, indexes, row estimates, sizes', undefined],
+      ['/database/stats', 'getDatabaseStats', 'Scans, cache hit ratio, index usage', undefined],
+      ['/database/size', 'getDatabaseSize', 'Sizes and recommendations', undefined],
+      ['/database/health', 'getDatabaseHealth', 'Bloat, unused indexes, connections, recommendations', undefined],
+      ['/analytics', 'getAnalytics', 'The full analytics dashboard', GrowthQuery.extend(ContentQuery.shape).extend(TagAnalyticsQuery.shape)],
+      ['/analytics/growth', 'getAnalyticsGrowth', 'Growth trends', GrowthQuery],
+      ['/analytics/content', 'getAnalyticsContent', 'Dialog, analysis, party and conversation metrics', ContentQuery],
+      ['/analytics/tags', 'getAnalyticsTags', 'Tag analytics', TagAnalyticsQuery],
+      ['/analytics/attachments', 'getAnalyticsAttachments', 'Attachment analytics', undefined],
+    ] as const
+  ).map(([path, id, summary, query]): Route => ({
+    method: 'get', path, id, tag: path.startsWith('/analytics') ? 'analytics' : 'database', summary, query,
+    replies: { 200: { description: 'Figures of this instance\'s schema', schema: 'DataResult' } },
+    errors: query ? [400] : [],
+  })),
+  {
+    method: 'post', path: '/database/analyze', id: 'analyzeQuery', tag: 'database', summary: 'The plan of one read-only SELECT',
+    description: 'EXPLAIN (FORMAT JSON) in a read-only transaction with a statement timeout. Anything but one SELECT or WITH ... SELECT is refused. A POST, so read-only keys get 403.',
+    body: { schema: 'AnalyzeRequest', examples: { plan: { value: { query: 'select uuid from vcons order by created_at desc limit 10', analyze: false } } } },
+    replies: { 200: { description: 'The plan', schema: 'DataResult' } }, errors: [400],
+  },
+];
+
+const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
+  400: 'Bad request: validation failures list every problem in details',
+  401: 'API key missing or invalid',
+  403: 'Read-only key used with a non-read method, or a plugin refused the operation',
+  404: 'Not found',
+  405: 'Method not allowed on this path',
+  413: 'Request body over REST_API_BODY_LIMIT',
+  415: 'Unsupported Content-Type or Content-Encoding',
+  500: 'Internal error (production: only "An unexpected error occurred")',
+  503: 'Authentication not configured, or the database (or embedding provider) unavailable',
+};
+
+const JSON_TYPES = ['application/json', 'application/vcon', 'application/vcon+json'];
+const PROVENANCE_HEADERS = ['X-Request-Id', 'X-Version', 'X-Git-Commit', 'X-Build-Time'];
+
+/** Express `:name` segments as OpenAPI `{name}`. */
+export const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+/** A regex source with the dotAll flag, rewritten for JSON Schema (which has no flags): `.` → `[\s\S]`. */
+export function withoutDotAll(source: string): string {
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === '\\') {
+      out += c + (source[i + 1] ?? '');
+      i++;
+    } else if (inClass) {
+      if (c === ']') inClass = false;
+      out += c;
+    } else if (c === '[') {
+      inClass = true;
+      out += c;
+    } else {
+      out += c === '.' ? '[\\s\\S]' : c;
+    }
+  }
+  return out;
+}
+
+/** Keeps zod's regex semantics where JSON Schema drops the flags (MEDIA_TYPE_RE uses /s). */
+const override = (ctx: { zodSchema: unknown; jsonSchema: Json }) => {
+  const checks = ((ctx.zodSchema as { _zod?: { def?: { checks?: { _zod: { def: { format?: string; pattern?: RegExp } } }[] } } })._zod?.def?.checks ?? []);
+  const dotAll = checks.map((c) => c._zod.def.pattern).filter((p): p is RegExp => p instanceof RegExp && p.flags.includes('s'));
+  if (dotAll.length === 0) return;
+  const fix = (node: Json) => {
+    const hit = dotAll.find((p) => p.source === node.pattern);
+    if (hit) node.pattern = withoutDotAll(hit.source);
+  };
+  fix(ctx.jsonSchema);
+  for (const sub of (ctx.jsonSchema.allOf as Json[] | undefined) ?? []) fix(sub);
+};
+
+const toSchema = (schema: z.ZodType, io: 'input' | 'output'): Json => {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', override }) as Json;
+  return rest;
+};
+
+/** The component schemas: one registry, so shared parts are $refs rather than copies. */
+function buildComponentSchemas(): Record<string, Json> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(SCHEMAS)) registry.add(schema, { id });
+  const out = z.toJSONSchema(registry, {
+    target: 'draft-2020-12',
+    io: 'output',
+    unrepresentable: 'any',
+    override,
+    uri: (id) => `#/components/schemas/${id}`,
+  }) as { schemas: Record<string, Json> };
+  const schemas: Record<string, Json> = {};
+  for (const [id, s] of Object.entries(out.schemas)) {
+    const { $schema: _s, $id: _i, ...rest } = s;
+    schemas[id] = rest;
+  }
+  return schemas;
+}
+
+const ref = (name: string) => {
+  if (!(name in SCHEMAS)) throw new Error(`openapi: no component schema ${name}`);
+  return { $ref: `#/components/schemas/${name}` };
+};
+
+function buildParameters(route: Route): Json[] {
+  const params: Json[] = [];
+  for (const name of route.path.match(/:([A-Za-z0-9_]+)/g)?.map((s) => s.slice(1)) ?? []) {
+    const schema =
+      name === 'uuid' ? toSchema(Uuid, 'input')
+        : name === 'key' ? toSchema(TagKey, 'input')
+          : name === 'type' ? { type: 'string', enum: EXAMPLE_TYPES }
+            : { type: 'string' };
+    params.push({ name, in: 'path', required: true, schema });
+  }
+  for (const [name, prop] of Object.entries(route.query?.shape ?? {}) as [string, z.ZodType][]) {
+    const { description, ...schema } = toSchema(prop, 'input');
+    const p: Json = { name, in: 'query', required: !prop.safeParse(undefined).success };
+    if (description) p.description = description;
+    if (JSON_PARAMS.has(name)) {
+      p.description = [description, 'A JSON object of tag key to value, URL-encoded, e.g. {"status":"open"}.'].filter(Boolean).join('. ');
+      p.content = { 'application/json': { schema } };
+    } else {
+      p.schema = schema;
+    }
+    params.push(p);
+  }
+  return params;
+}
+
+/** Builds the OpenAPI 3.1 document for this instance's configuration (base path, auth header). */
+export function buildOpenApiDocument(config: Config, info: { version: string }): Json {
+  const schemas = buildComponentSchemas();
+  const authRequired = config.auth.required;
+  const bearer = config.auth.header === 'authorization';
+  const schemeName = bearer ? 'bearerAuth' : 'apiKeyAuth';
+  const securitySchemes: Json = bearer
+    ? { bearerAuth: { type: 'http', scheme: 'bearer', description: 'A key from API_KEYS (read-write) or API_KEYS_READONLY (GET only), as Authorization: Bearer <key>' } }
+    : { apiKeyAuth: { type: 'apiKey', in: 'header', name: config.auth.header, description: `A key from API_KEYS (read-write) or API_KEYS_READONLY (GET only), in the ${config.auth.header} header` } };
+
+  const headers = Object.fromEntries(PROVENANCE_HEADERS.map((h) => [h, { $ref: `#/components/headers/${h}` }]));
+  const responses: Json = {};
+  for (const status of R.ERROR_STATUSES) {
+    responses[`Error${status}`] = {
+      description: `${ERROR_DESCRIPTIONS[status]}. error: ${ERROR_CODES[status].join(', ')}`,
+      headers: status === 401 ? { ...headers, 'WWW-Authenticate': { schema: { type: 'string', const: 'Bearer' } } } : headers,
+      content: { 'application/json': { schema: ref(`Error${status}`) } },
+    };
+  }
+
+  const routes = ROUTES.filter((r) => config.rest.enabled || !r.rest);
+  const paths: Record<string, Json> = {};
+  for (const route of routes) {
+    const op: Json = { operationId: route.id, tags: [route.tag], summary: route.summary };
+    if (route.description) op.description = route.description;
+    const parameters = buildParameters(route);
+    if (parameters.length) op.parameters = parameters;
+    if (route.body) {
+      const schema = typeof route.body.schema === 'string' ? ref(route.body.schema) : toSchema(route.body.schema, 'input');
+      const media: Json = { schema };
+      if (route.body.examples) media.examples = route.body.examples;
+      op.requestBody = { required: true, content: Object.fromEntries(JSON_TYPES.map((t) => [t, media])) };
+    }
+    const out: Json = {};
+    for (const [status, reply] of Object.entries(route.replies) as [string, Reply][]) {
+      const r: Json = { description: reply.description, headers };
+      if (reply.schema) {
+        const media: Json = { schema: reply.schema === 'TagMap' ? { anyOf: [ref('TagMap'), ref('TagValue')] } : ref(reply.schema) };
+        if (reply.examples) media.examples = reply.examples;
+        r.content = { [reply.contentType ?? 'application/json']: media };
+      }
+      out[status] = r;
+    }
+    const errors = new Set<ErrorStatus>([...(route.errors ?? []), 500]);
+    if (route.body) [400, 413, 415].forEach((s) => errors.add(s as ErrorStatus));
+    if (!route.open) {
+      if (authRequired) errors.add(401);
+      errors.add(403);
+      errors.add(503);
+    }
+    for (const status of [...errors].sort()) {
+      const key = String(status);
+      if (out[key]) {
+        // A status with both a result and an error body (batch 400): either shape.
+        const media = (out[key] as { content: Record<string, Json> }).content['application/json'];
+        media.schema = { anyOf: [media.schema, ref(`Error${status}`)] };
+      } else {
+        out[key] = { $ref: `#/components/responses/Error${status}` };
+      }
+    }
+    op.responses = out;
+    if (route.open) op.security = [];
+    paths[toOpenApiPath(route.path)] ??= {};
+    paths[toOpenApiPath(route.path)][route.method] = op;
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'vCon REST API',
+      version: info.version,
+      description: [
+        'Ingest, read, search, update and delete vCon records (virtual conversation records).',
+        'Every error has one body: {"success": false, "error": <code>, "message", "details"?, "hint"?, "request_id"}.',
+        `Codes by status: ${R.ERROR_STATUSES.map((s) => `${s} ${ERROR_CODES[s].join('/')}`).join('; ')}.`,
+        'A method a path does not serve answers 405 method_not_allowed; an unknown path 404 route_not_found.',
+        'Every response carries X-Request-Id, X-Version, X-Git-Commit and X-Build-Time.',
+        authRequired ? '' : 'Authentication is disabled on this instance (API_AUTH_REQUIRED=false).',
+      ].filter(Boolean).join('\n\n'),
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    servers: [{ url: config.rest.basePath || '/', description: 'This instance (relative to the URL this document was read from)' }],
+    security: authRequired ? [{ [schemeName]: [] }] : [],
+    tags: [
+      { name: 'infrastructure', description: 'No authentication' },
+      { name: 'vcons', description: 'vCon CRUD, batch, listing and sub-resources' },
+      { name: 'tags' },
+      { name: 'discovery', description: 'Discover the live attachment purposes and analysis types first, then filter' },
+      { name: 'search' },
+      { name: 'database' },
+      { name: 'analytics' },
+    ],
+    paths,
+    components: {
+      schemas,
+      responses,
+      securitySchemes,
+      headers: Object.fromEntries(PROVENANCE_HEADERS.map((h) => [h, { schema: { type: 'string' } }])),
+    },
+  };
+}
+
+/** The routes of the document, as express paths, for the coverage test. */
+export const documentedRoutes = () => ROUTES.map((r) => ({ method: r.method, path: r.path }));
