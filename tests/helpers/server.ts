@@ -2,9 +2,24 @@ import { parseConfig, type EnvInput } from '../../src/config.js';
 import { startInstance, type Instance } from '../../src/main.js';
 import { createLogger } from '../../src/logger.js';
 import { adminSql, databaseUrl, testSchemaName } from './db.js';
+import { checkAgainstDocument } from './openapi-check.js';
 
 export const KEY = 'test-key-rw';
 export const RO_KEY = 'test-key-ro';
+
+/** One answered request, as `api()` saw it (for the opt-in OpenAPI response check). */
+export interface ApiExchange {
+  method: string;
+  path: string;
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+export interface TestServerOptions {
+  /** Called with every `api()` response; throw to fail the request (tests/openapi uses it). */
+  onResponse?: (x: ApiExchange) => void;
+}
 
 export interface TestServer {
   instance: Instance;
@@ -16,7 +31,7 @@ export interface TestServer {
 }
 
 /** Starts a real instance (HTTP, port 0) in its own throwaway schema. */
-export async function startTestServer(env: EnvInput = {}): Promise<TestServer> {
+export async function startTestServer(env: EnvInput = {}, opts: TestServerOptions = {}): Promise<TestServer> {
   const schema = (env.SUPABASE_DB_SCHEMA as string | undefined) ?? testSchemaName('srv');
   const config = parseConfig({
     MCP_TRANSPORT: 'http',
@@ -31,6 +46,8 @@ export async function startTestServer(env: EnvInput = {}): Promise<TestServer> {
   });
   const instance = await startInstance(config, { log: createLogger(config) });
   const base = `${instance.url}${config.rest.basePath}`;
+  // VCON_OPENAPI_CHECK=1 validates every api() response of any suite against GET /openapi.json.
+  const onResponse = opts.onResponse ?? (process.env.VCON_OPENAPI_CHECK ? await checkAgainstDocument(base) : undefined);
   return {
     instance,
     base,
@@ -52,6 +69,7 @@ export async function startTestServer(env: EnvInput = {}): Promise<TestServer> {
       } catch {
         /* not JSON */
       }
+      onResponse?.({ method: init.method ?? 'GET', path, status: res.status, headers: res.headers, body: parsed });
       return { status: res.status, headers: res.headers, body: parsed };
     },
     async close() {
