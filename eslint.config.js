@@ -37,5 +37,5 @@ export default tseslint.config(
     files: ['cli/**/*.ts'],
     rules: restrict([{ group: ['**/src/http/**', '**/src/mcp/**', '**/src/services/**'], message: 'the launcher uses config and the migration runner, not the server internals' }]),
   },
-  { files: ['**/*.js', '**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
+  { files: ['**/*.js', '**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', globalThis: 'readonly' } } },
 );

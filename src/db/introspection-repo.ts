@@ -2,6 +2,7 @@
 // filters on the schema name passed as a bound parameter; the name comes from validated config
 // (SchemaName), never from a request. Figures from pg_class.reltuples and pg_stat_* are estimates.
 import type { Sql } from './client.js';
+import { ValidationError } from '../domain/errors.js';
 
 export interface ColumnInfo {
   name: string;
@@ -121,6 +122,22 @@ export interface ExplainResult {
 const QUERY_TEXT_CHARS = 200;
 
 /** Reads of the PostgreSQL catalog restricted to one schema, plus the guarded EXPLAIN. */
+/** Every relation an EXPLAIN (VERBOSE, FORMAT JSON) plan scans, with its schema. */
+export function relationsOf(plan: unknown): { schema: string; name: string }[] {
+  const out: { schema: string; name: string }[] = [];
+  const stack: unknown[] = [plan];
+  while (stack.length) {
+    const node = stack.pop();
+    if (Array.isArray(node)) stack.push(...node);
+    else if (node && typeof node === 'object') {
+      const o = node as Record<string, unknown>;
+      if (typeof o['Relation Name'] === 'string') out.push({ schema: String(o.Schema ?? ''), name: o['Relation Name'] as string });
+      stack.push(...Object.values(o));
+    }
+  }
+  return out;
+}
+
 export function createIntrospectionRepo(sql: Sql, schema: string) {
   // Same path as the pool's (client.ts); re-applied inside the EXPLAIN transaction.
   const searchPath = schema === 'public' ? 'public, extensions' : `"${schema}", extensions`;
@@ -307,7 +324,8 @@ export function createIntrospectionRepo(sql: Sql, schema: string) {
      * Qualified references to other schemas or catalogs are the caller's own query.
      */
     async explainUnsafe(statement: string, opts: { analyze: boolean; timeoutMs: number }): Promise<ExplainResult> {
-      const options = opts.analyze ? 'analyze, buffers, format json' : 'format json';
+      // VERBOSE names the schema of every relation the plan touches, so foreign reads can be refused.
+      const options = opts.analyze ? 'analyze, buffers, verbose, format json' : 'verbose, format json';
       let result: ExplainResult | undefined;
       const rollback = new Error('rollback');
       try {
@@ -322,7 +340,15 @@ export function createIntrospectionRepo(sql: Sql, schema: string) {
           const protocol = { prepare: false, simple: false };
           const rows = await tx.unsafe(`explain (${options}) ${statement}`, [], protocol);
           const first = rows[0] as Record<string, unknown> | undefined;
-          result = { plan: first?.['QUERY PLAN'] ?? null, search_path: searchPath };
+          const plan = first?.['QUERY PLAN'] ?? null;
+          // Isolation: a plan (even estimates) of another schema's table must not leave this group.
+          const foreign = [...new Set(relationsOf(plan).filter((r) => r.schema !== schema).map((r) => `${r.schema}.${r.name}`))];
+          if (foreign.length > 0) {
+            throw new ValidationError(`The query reads ${foreign.join(', ')}, outside this group's schema "${schema}"`, [
+              { path: 'query', message: 'may only read tables of this group\'s own schema' },
+            ]);
+          }
+          result = { plan, search_path: searchPath };
           throw rollback;
         });
       } catch (err) {

@@ -693,7 +693,7 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
         statement_timeout_ms: deps.analyzeTimeoutMs,
         search_path: result.search_path,
         note:
-          'Run in a rolled-back READ ONLY transaction. Unqualified names resolve in this instance\'s schema; references to other schemas or catalogs in the query are the caller\'s own.' +
+          'Run in a rolled-back READ ONLY transaction. Unqualified names resolve in this instance\'s schema; a plan that reads a table of any other schema is refused.' +
           (analyze ? ' With analyze the statement was executed to measure it.' : ' The statement was planned, not executed.'),
         plan: result.plan,
       };

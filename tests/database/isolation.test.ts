@@ -94,6 +94,17 @@ describe('two groups, one database', () => {
     }
   });
 
+  it('refuses to plan a read of the other group\'s tables, even schema-qualified', async () => {
+    for (const query of [`select * from "${a.schema}".vcons`, `select count(*) from vcons v join "${a.schema}".vcon_tags t on t.vcon_uuid = v.uuid`]) {
+      for (const analyze of [false, true]) {
+        const r = await b.api('/database/analyze', { method: 'POST', json: { query, analyze } });
+        expect(r.status, query).toBe(400);
+        expect(r.body.message).toContain(`${a.schema}.`);
+        expect(JSON.stringify(r.body)).not.toMatch(/Plan Rows|Actual Rows/);
+      }
+    }
+  });
+
   it('each group\'s figures are its own', async () => {
     const [ca, cb] = [await data(a, '/analytics/content'), await data(b, '/analytics/content')];
     expect(ca.conversations.vcons).toBe(4);

@@ -152,7 +152,7 @@ describe('POST /database/analyze', () => {
     const r = await analyze({ query: `select uuid, subject from vcons where uuid = '${seed.uuids[0]}'` });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data).toMatchObject({ analyzed: false, read_only: true, schema: s.schema });
-    expect(r.body.data.note).toMatch(/other schemas or catalogs in the query are the caller's own/);
+    expect(r.body.data.note).toMatch(/any other schema is refused/);
     const plan = r.body.data.plan[0].Plan;
     expect(JSON.stringify(plan)).toContain('"Relation Name":"vcons"');
     expect(plan['Actual Rows']).toBeUndefined();
