@@ -130,13 +130,13 @@ export function createSearchRepo(db: Db) {
     async vectorCandidates(space: VectorSpace, query: Float32Array, f: SearchFilters, n: number): Promise<{ uuid: string; vec: Float32Array }[]> {
       const code = signCode(query);
       const rows = await db<{ uuid: string; vec: Buffer }[]>`
-        select c.uuid, vv2.vec from (
-          select vv.vcon_uuid, vv.vcon_uuid::text as uuid
-          from vcon_vectors vv
+        select c.uuid, v.vec from (
+          select vv.vcon_uuid, vv.vcon_uuid::text as uuid, bit_count(vv.code # ${code}::bit(256)) as distance
+          from vcon_codes vv
           where vv.provider = ${space.id} and vv.model = ${space.model} ${filterSql(f, 'vv.created_at', 'vv.vcon_uuid')}
-          order by bit_count(vv.code # ${code}::bit(256)), vv.vcon_uuid
+          order by distance, vv.vcon_uuid
           limit ${n}
-        ) c join vcon_vectors vv2 on vv2.vcon_uuid = c.vcon_uuid`;
+        ) c join vcon_vectors v on v.vcon_uuid = c.vcon_uuid`;
       return rows.map((r) => ({ uuid: r.uuid, vec: bytesToVector(r.vec) }));
     },
 
@@ -197,6 +197,7 @@ export function createSearchRepo(db: Db) {
       const uuids = todo.map((i) => i.uuid);
       await db`delete from search_vectors where vcon_uuid = any(${uuids}::uuid[])`;
       await db`delete from vcon_vectors where vcon_uuid = any(${uuids}::uuid[])`;
+      await db`delete from vcon_codes where vcon_uuid = any(${uuids}::uuid[])`;
       // Party names and addresses carry no meaning for an embedding (a generic "Customer" unit
       // matched everything); keyword search covers them.
       todo = todo.map((i) => ({ ...i, units: i.units.filter((u) => u.source !== 'party') }));
@@ -204,6 +205,7 @@ export function createSearchRepo(db: Db) {
       const vectors = texts.length ? await embedder.embed(texts) : [];
       const unitRows: Record<string, unknown>[] = [];
       const docRows: Record<string, unknown>[] = [];
+      const codeRows: Record<string, unknown>[] = [];
       let k = 0;
       for (const item of todo) {
         if (item.units.length === 0) continue;
@@ -219,12 +221,14 @@ export function createSearchRepo(db: Db) {
         if (s > 0) for (let d = 0; d < dims; d++) mean[d] /= Math.sqrt(s);
         docRows.push({
           vcon_uuid: item.uuid, provider: embedder.id, model: embedder.model, created_at: item.created_at,
-          units_sig: sigs.get(item.uuid), code: signCode(mean), vec: vectorToBytes(mean),
+          units_sig: sigs.get(item.uuid), vec: vectorToBytes(mean),
         });
+        codeRows.push({ vcon_uuid: item.uuid, provider: embedder.id, model: embedder.model, created_at: item.created_at, code: signCode(mean) });
       }
       // Chunked: postgres.js allows at most 65,534 parameters per statement.
       for (let i = 0; i < unitRows.length; i += 5000) await db`insert into search_vectors ${db(unitRows.slice(i, i + 5000))}`;
       for (let i = 0; i < docRows.length; i += 5000) await db`insert into vcon_vectors ${db(docRows.slice(i, i + 5000))}`;
+      for (let i = 0; i < codeRows.length; i += 5000) await db`insert into vcon_codes ${db(codeRows.slice(i, i + 5000))}`;
       return docRows.length;
     },
 
@@ -320,6 +324,7 @@ export function createVectorWriter(embedder: VectorEmbedder): DerivedWriter {
     if (changed.length === 0) return;
     await db`delete from search_vectors where vcon_uuid = any(${changed}::uuid[])`;
     await db`delete from vcon_vectors where vcon_uuid = any(${changed}::uuid[])`;
+    await db`delete from vcon_codes where vcon_uuid = any(${changed}::uuid[])`;
     await repo.enqueue(changed);
   };
 }
