@@ -338,16 +338,23 @@ export function createIntrospectionRepo(sql: Sql, schema: string) {
           // `simple: false` (a runtime option postgres.js leaves out of its types) forces the
           // extended protocol even without parameters: the server then rejects a second statement.
           const protocol = { prepare: false, simple: false };
-          const rows = await tx.unsafe(`explain (${options}) ${statement}`, [], protocol);
-          const first = rows[0] as Record<string, unknown> | undefined;
-          const plan = first?.['QUERY PLAN'] ?? null;
-          // Isolation: a plan (even estimates) of another schema's table must not leave this group.
-          const foreign = [...new Set(relationsOf(plan).filter((r) => r.schema !== schema).map((r) => `${r.schema}.${r.name}`))];
-          if (foreign.length > 0) {
-            throw new ValidationError(`The query reads ${foreign.join(', ')}, outside this group's schema "${schema}"`, [
-              { path: 'query', message: 'may only read tables of this group\'s own schema' },
-            ]);
-          }
+          const explain = async (explainOptions: string) => {
+            const rows = await tx.unsafe(`explain (${explainOptions}) ${statement}`, [], protocol);
+            const first = rows[0] as Record<string, unknown> | undefined;
+            const plan = first?.['QUERY PLAN'] ?? null;
+            // Isolation: a plan (even estimates) of another schema's table must not leave this group.
+            const foreign = [...new Set(relationsOf(plan).filter((r) => r.schema !== schema).map((r) => `${r.schema}.${r.name}`))];
+            if (foreign.length > 0) {
+              throw new ValidationError(`The query reads ${foreign.join(', ')}, outside this group's schema "${schema}"`, [
+                { path: 'query', message: 'may only read tables of this group\'s own schema' },
+              ]);
+            }
+            return plan;
+          };
+          // With ANALYZE the statement runs: its plan is checked before it does, so an error raised
+          // while executing (a cast of another group's text, say) can't carry that group's data out.
+          if (opts.analyze) await explain('verbose, format json');
+          const plan = await explain(options);
           result = { plan, search_path: searchPath };
           throw rollback;
         });

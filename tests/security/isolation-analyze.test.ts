@@ -1,0 +1,43 @@
+// POST /database/analyze with analyze=true executes the statement. Without per-group roles the
+// instance's connection could read another schema, so the plan is checked before anything runs:
+// an error raised while executing (a cast of the other group's text) must never carry that text.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const SECRET = `secretsubject${Date.now()}`;
+let a: TestServer;
+let b: TestServer;
+
+beforeAll(async () => {
+  [a, b] = await Promise.all([startTestServer({ EMBEDDINGS_PROVIDER: 'hashing' }), startTestServer({ EMBEDDINGS_PROVIDER: 'hashing' })]);
+  expect((await b.api('/vcons', { method: 'POST', json: { vcon: '0.3.0', subject: SECRET, parties: [] } })).status).toBe(201);
+});
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close()]);
+});
+
+describe('analyze cannot exfiltrate another group\'s data', () => {
+  it.each([
+    ['a cast error of a scalar subquery', (s: string) => `select (select string_agg(subject, ',') from "${s}".vcons)::int`],
+    ['a cast error in a CTE', (s: string) => `with x as (select subject::int as n from "${s}".vcons) select * from x`],
+    ['a division driven by the other group\'s rows', (s: string) => `select 1 / (select count(*) - count(*) from "${s}".vcons where subject like '${SECRET}%')`],
+  ])('%s is refused before it runs', async (_name, query) => {
+    for (const analyze of [true, false]) {
+      const r = await a.api('/database/analyze', { method: 'POST', json: { query: query(b.schema), analyze } });
+      expect(r.status).toBe(400);
+      expect(r.body.message).toContain(`${b.schema}.vcons`);
+      expect(r.body.message).toMatch(/outside this group's schema/);
+      expect(JSON.stringify(r.body)).not.toContain(`${SECRET},`);
+      expect(JSON.stringify(r.body)).not.toMatch(/invalid input syntax|division by zero/);
+    }
+  });
+
+  it('the same statements on the group\'s own schema still run', async () => {
+    const r = await b.api('/database/analyze', { method: 'POST', json: { query: 'select (select string_agg(subject, \',\') from vcons)::int', analyze: true } });
+    expect(r.status).toBe(400);
+    expect(r.body.message).toMatch(/invalid input syntax/);
+    const ok = await b.api('/database/analyze', { method: 'POST', json: { query: 'select count(*) from vcons', analyze: true } });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.plan[0].Plan['Actual Rows']).toBe(1);
+  });
+});
