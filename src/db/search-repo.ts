@@ -58,14 +58,25 @@ const HEADLINE_OPTS = 'MaxWords=28, MinWords=8, ShortWord=2, MaxFragments=2, Fra
 /** Text handed to ts_headline: its cost grows with the body, and a snippet needs only the start. */
 const HEADLINE_CHARS = 30_000;
 
+/**
+ * The per-vCon ranking tsvector, one weight per source (subject A, party B, analysis C, dialog and
+ * attachment D, as search_units). Units are joined with stop words in between: stop words take
+ * positions, so a phrase never matches across two units. Keep in step with migration 0012.
+ */
+const UNIT_GAP = ' . the the the . ';
+const weighted = (db: Db, source: 'subject' | 'party' | 'analysis' | 'dialog', weight: 'A' | 'B' | 'C' | 'D') =>
+  source === 'dialog'
+    ? db`setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${UNIT_GAP} order by su.source, su.idx) filter (where su.source in ('dialog', 'attachment')), ''), 200000)), ${weight}::"char")`
+    : db`setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${UNIT_GAP} order by su.idx) filter (where su.source = ${source}), ''), 200000)), ${weight}::"char")`;
+
 /** Signature of a vCon's searchable texts: unchanged texts are not re-embedded (tag writes). */
 const unitsSig = (units: SearchUnit[]) =>
   createHash('sha1').update(JSON.stringify(units.map((u) => [u.source, u.idx, u.body]))).digest('base64');
 
 export function createSearchRepo(db: Db) {
-  const filterSql = (f: SearchFilters, createdCol: 'v.created_at' | 'vv.created_at', uuidCol: 'v.uuid' | 'vv.vcon_uuid') => {
-    const created = createdCol === 'v.created_at' ? db`v.created_at` : db`vv.created_at`;
-    const uuid = uuidCol === 'v.uuid' ? db`v.uuid` : db`vv.vcon_uuid`;
+  const filterSql = (f: SearchFilters, createdCol: 'vs.created_at' | 'vv.created_at', uuidCol: 'vs.vcon_uuid' | 'vv.vcon_uuid') => {
+    const created = createdCol === 'vs.created_at' ? db`vs.created_at` : db`vv.created_at`;
+    const uuid = uuidCol === 'vs.vcon_uuid' ? db`vs.vcon_uuid` : db`vv.vcon_uuid`;
     const tags = Object.entries(f.tags ?? {}).map(
       ([k, v]) => db`and exists (select 1 from vcon_tags t where t.vcon_uuid = ${uuid} and t.key = ${k} and t.value = ${v})`,
     );
@@ -82,18 +93,25 @@ export function createSearchRepo(db: Db) {
      */
     async keyword(q: string, f: SearchFilters, limit: number, offset: number): Promise<KeywordRow[]> {
       return db<KeywordRow[]>`
-        with q as (select websearch_to_tsquery('english', ${q}) as query),
-        hits as (
-          select su.vcon_uuid, max(r.rank) as best, sum(r.rank) as total
-          from search_units su, q, lateral (select ts_rank_cd(su.tsv, q.query, 32) as rank) r
-          where su.tsv @@ q.query
-          group by su.vcon_uuid
-        )
-        select h.vcon_uuid::text as uuid, (h.best + 0.1 * (h.total - h.best))::float8 as score
-        from hits h
-        ${f.tags || f.start_date || f.end_date ? db`join vcons v on v.uuid = h.vcon_uuid where true ${filterSql(f, 'v.created_at', 'v.uuid')}` : db``}
-        order by score desc, uuid desc
+        with q as (select websearch_to_tsquery('english', ${q}) as query)
+        select vs.vcon_uuid::text as uuid, ts_rank_cd(vs.tsv, q.query, 32)::float8 as score
+        from vcon_search vs, q
+        where vs.tsv @@ q.query ${filterSql(f, 'vs.created_at', 'vs.vcon_uuid')}
+        order by score desc, vs.vcon_uuid desc
         limit ${limit} offset ${offset}`;
+    },
+
+    /** Rewrites the per-vCon ranking tsvector of some vCons from their (already written) units. */
+    async writeSearchDocs(uuids: string[]): Promise<void> {
+      if (uuids.length === 0) return;
+      await db`delete from vcon_search where vcon_uuid = any(${uuids}::uuid[])`;
+      await db`
+        insert into vcon_search (vcon_uuid, created_at, tsv)
+        select su.vcon_uuid, v.created_at,
+          ${weighted(db, 'subject', 'A')} || ${weighted(db, 'party', 'B')} || ${weighted(db, 'analysis', 'C')} || ${weighted(db, 'dialog', 'D')}
+        from search_units su join vcons v on v.uuid = su.vcon_uuid
+        where su.vcon_uuid = any(${uuids}::uuid[])
+        group by su.vcon_uuid, v.created_at`;
     },
 
     /** Up to `per` best matching units of each vCon, with a ts_headline snippet. */
@@ -310,6 +328,7 @@ export function createVectorWriter(embedder: VectorEmbedder): DerivedWriter {
   return async (db: Db, items: StoredVcon[]) => {
     const repo = createSearchRepo(db);
     const list = items.map((i) => ({ uuid: i.uuid, created_at: i.derived.created_at, units: i.derived.units }));
+    await repo.writeSearchDocs(list.map((i) => i.uuid));
     if (embedder.inline) {
       await repo.writeVectors(embedder, list);
       return;
