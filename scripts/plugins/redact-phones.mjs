@@ -2,14 +2,19 @@
 // the last two digits. Load it with VCON_PLUGINS_PATH=./scripts/plugins/redact-phones.mjs
 // A plugin is { name, version, hooks?, tools? }; see README § "Plugins".
 
-const PHONE = /\+?\d[\d\s().-]{6,}\d/g;
+// A phone number stands alone: not glued to letters, digits or dashes (so UUIDs, dates and
+// hashes, whose digit runs touch hex letters, `T` or `-`, are left alone).
+const PHONE = /(?<![\w-])\+?\(?\d[\d\s().-]{6,}\d(?![\w-])/g;
+// Identifiers, timestamps and integrity fields are never phone numbers.
+const SKIP_KEYS = /(^|_)(uuid|id|at|start|date|vcon|content_hash|signature|url|encoding|mediatype|mimetype)$/;
+
 const mask = (s) => s.replace(PHONE, (m) => m.replace(/\d(?=(?:\D*\d){2})/g, '•'));
 
-function redact(value) {
-  if (typeof value === 'string') return mask(value);
-  if (Array.isArray(value)) return value.map(redact);
+function redact(value, key = '') {
+  if (typeof value === 'string') return SKIP_KEYS.test(key) ? value : mask(value);
+  if (Array.isArray(value)) return value.map((v) => redact(v, key));
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redact(v)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redact(v, k)]));
   }
   return value;
 }

@@ -8,7 +8,8 @@ import { ValidationError, formatPath, type ErrorDetail } from './errors.js';
 const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const DATE_TIME_RE =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/;
-const MEDIA_TYPE_RE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?$/s;
+// No regex flags: the pattern goes into the JSON Schema and OpenAPI documents as written.
+const MEDIA_TYPE_RE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;[\s\S]*)?$/;
 
 export const DIALOG_TYPES = ['recording', 'recording-set', 'text', 'transfer', 'incomplete'] as const;
 export const ENCODINGS = ['base64url', 'json', 'none'] as const;

@@ -330,43 +330,8 @@ const PROVENANCE_HEADERS = ['X-Request-Id', 'X-Version', 'X-Git-Commit', 'X-Buil
 /** Express `:name` segments as OpenAPI `{name}`. */
 export const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
-/** A regex source with the dotAll flag, rewritten for JSON Schema (which has no flags): `.` → `[\s\S]`. */
-export function withoutDotAll(source: string): string {
-  let out = '';
-  let inClass = false;
-  for (let i = 0; i < source.length; i++) {
-    const c = source[i];
-    if (c === '\\') {
-      out += c + (source[i + 1] ?? '');
-      i++;
-    } else if (inClass) {
-      if (c === ']') inClass = false;
-      out += c;
-    } else if (c === '[') {
-      inClass = true;
-      out += c;
-    } else {
-      out += c === '.' ? '[\\s\\S]' : c;
-    }
-  }
-  return out;
-}
-
-/** Keeps zod's regex semantics where JSON Schema drops the flags (MEDIA_TYPE_RE uses /s). */
-const override = (ctx: { zodSchema: unknown; jsonSchema: Json }) => {
-  const checks = ((ctx.zodSchema as { _zod?: { def?: { checks?: { _zod: { def: { format?: string; pattern?: RegExp } } }[] } } })._zod?.def?.checks ?? []);
-  const dotAll = checks.map((c) => c._zod.def.pattern).filter((p): p is RegExp => p instanceof RegExp && p.flags.includes('s'));
-  if (dotAll.length === 0) return;
-  const fix = (node: Json) => {
-    const hit = dotAll.find((p) => p.source === node.pattern);
-    if (hit) node.pattern = withoutDotAll(hit.source);
-  };
-  fix(ctx.jsonSchema);
-  for (const sub of (ctx.jsonSchema.allOf as Json[] | undefined) ?? []) fix(sub);
-};
-
 const toSchema = (schema: z.ZodType, io: 'input' | 'output'): Json => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', override }) as Json;
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
   return rest;
 };
 
@@ -378,7 +343,6 @@ function buildComponentSchemas(): Record<string, Json> {
     target: 'draft-2020-12',
     io: 'output',
     unrepresentable: 'any',
-    override,
     uri: (id) => `#/components/schemas/${id}`,
   }) as { schemas: Record<string, Json> };
   const schemas: Record<string, Json> = {};

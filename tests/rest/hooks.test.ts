@@ -50,6 +50,9 @@ describe('plugin hooks', () => {
     const { body } = await s.api('/vcons', { method: 'POST', json: vcon });
     const g = await s.api(`/vcons/${body.uuid}`);
     expect(g.body.vcon.parties[0].tel).toBe('+•••••••••67');
+    // Identifiers and timestamps are not phone numbers.
+    expect(g.body.vcon.uuid).toBe(body.uuid);
+    expect(g.body.vcon.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T/);
     expect(g.body.vcon.subject).not.toMatch(/555 123 4567/);
     expect(g.body.vcon.read_by).toBe('second');
     const list = await s.api('/vcons?format=full&limit=100');
