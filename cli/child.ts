@@ -99,55 +99,72 @@ export async function stopPid(pid: number, graceMs: number): Promise<'stopped' |
   return 'killed';
 }
 
-/**
- * Spawns `vcon-server` for one group and resolves once it has reported its port over IPC and its
- * /health answers 200. On failure the child is killed and the error names the group and the reason.
- */
-export async function spawnChild(spec: GroupSpec, opts: SpawnOptions): Promise<Child> {
-  const timeoutMs = opts.timeoutMs ?? 60_000;
-  let logFd: number | undefined;
-  if (opts.detached && opts.logFile) {
-    mkdirSync(path.dirname(opts.logFile), { recursive: true });
-    logFd = openSync(opts.logFile, 'a');
-  }
-  const tail: string[] = [];
-  // execa's types want one literal per call; the runtime accepts a pipe, 'ignore' or a file descriptor alike.
-  const output = (logFd ?? (opts.detached ? 'ignore' : 'pipe')) as 'pipe';
-  const subprocess = execa(process.execPath, [serverEntry()], {
-    env: opts.env,
+const spawnServer = (args: string[], env: Record<string, string>, detached: boolean, output: 'pipe') =>
+  execa(process.execPath, [serverEntry(), ...args], {
+    env,
     extendEnv: false,
     ipc: true,
     stdin: 'ignore',
     stdout: output,
     stderr: output,
-    detached: Boolean(opts.detached),
+    detached,
     // A foreground child dies with the launcher even if the launcher is SIGKILLed mid-start.
-    cleanup: !opts.detached,
+    cleanup: !detached,
     buffer: false,
     reject: false,
   });
+
+interface Proc {
+  subprocess: ReturnType<typeof spawnServer>;
+  exited: Promise<ExitInfo>;
+  /** The last output lines, for error messages. */
+  tail: string[];
+  onLine: ((line: string) => void) | undefined;
+}
+
+function launch(args: string[], env: Record<string, string>, opts: { detached?: boolean; logFile?: string }): Proc {
+  let logFd: number | undefined;
+  if (opts.detached && opts.logFile) {
+    mkdirSync(path.dirname(opts.logFile), { recursive: true });
+    logFd = openSync(opts.logFile, 'a');
+  }
+  // execa's types want one literal per call; the runtime accepts a pipe, 'ignore' or a file descriptor alike.
+  const output = (logFd ?? (opts.detached ? 'ignore' : 'pipe')) as 'pipe';
+  const subprocess = spawnServer(args, env, Boolean(opts.detached), output);
   if (logFd !== undefined) closeSync(logFd);
-  const exited: Promise<ExitInfo> = subprocess.then(
-    (r) => ({ code: r.exitCode, signal: r.signal }),
-    () => ({ code: undefined, signal: undefined }),
-  );
+  const proc: Proc = {
+    subprocess,
+    exited: subprocess.then(
+      (r) => ({ code: r.exitCode, signal: r.signal }),
+      () => ({ code: undefined, signal: undefined }),
+    ),
+    tail: [],
+    onLine: undefined,
+  };
   for (const stream of [subprocess.stdout, subprocess.stderr]) {
     if (!stream) continue;
     createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
-      tail.push(line);
-      if (tail.length > 20) tail.shift();
-      opts.onLine?.(line);
+      proc.tail.push(line);
+      if (proc.tail.length > 20) proc.tail.shift();
+      proc.onLine?.(line);
     });
   }
-  const pid = subprocess.pid;
+  return proc;
+}
+
+/** Waits for the ready message and a 200 from /health; kills the process on failure. */
+async function awaitReady(spec: GroupSpec, proc: Proc, opts: { logFile?: string; timeoutMs?: number }): Promise<Child> {
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const { subprocess, exited } = proc;
   const failWith = async (reason: string): Promise<never> => {
     subprocess.kill('SIGKILL');
     await exited;
-    let lines = tail;
+    let lines = proc.tail;
     if (opts.logFile && existsSync(opts.logFile)) lines = readFileSync(opts.logFile, 'utf8').trimEnd().split('\n').slice(-20);
     const last = lines.filter((l) => l.includes('start failed') || l.includes('Invalid configuration') || l.startsWith('  - ')).slice(-6);
     throw new UserError(`group ${spec.name}: ${reason}${last.length ? `\n    ${last.join('\n    ')}` : ''}`);
   };
+  const pid = subprocess.pid;
   if (pid === undefined) return failWith('could not spawn the server process');
 
   const deadline = Date.now() + timeoutMs;
@@ -193,6 +210,47 @@ export async function spawnChild(spec: GroupSpec, opts: SpawnOptions): Promise<C
     release() {
       if (subprocess.connected) subprocess.disconnect();
       subprocess.unref();
+    },
+  };
+}
+
+/**
+ * Spawns `vcon-server` for one group and resolves once it has reported its port over IPC and its
+ * /health answers 200. On failure the child is killed and the error names the group and the reason.
+ */
+export async function spawnChild(spec: GroupSpec, opts: SpawnOptions): Promise<Child> {
+  const proc = launch([], opts.env, opts);
+  proc.onLine = opts.onLine;
+  return awaitReady(spec, proc, opts);
+}
+
+/** A server process with its modules loaded, waiting to become some group's instance. */
+export interface Standby {
+  /** Turns the standby into the group's instance (or spawns afresh if the standby died). */
+  activate(spec: GroupSpec, opts: SpawnOptions): Promise<Child>;
+  dispose(): Promise<void>;
+}
+
+/**
+ * Starts a standby (`vcon-server --standby`): it pays the module-loading cost of a cold start
+ * ahead of time, so the supervisor brings a crashed group back in a fraction of it.
+ */
+export function spawnStandby(baseEnv: Record<string, string>): Standby {
+  const proc = launch(['--standby'], baseEnv, {});
+  let used = false;
+  return {
+    async activate(spec, opts) {
+      if (used || proc.subprocess.exitCode !== null || !proc.subprocess.connected) return spawnChild(spec, opts);
+      used = true;
+      proc.onLine = opts.onLine;
+      await proc.subprocess.sendMessage({ type: 'start', env: opts.env });
+      return awaitReady(spec, proc, opts);
+    },
+    async dispose() {
+      if (used) return;
+      used = true;
+      proc.subprocess.kill('SIGKILL');
+      await proc.exited;
     },
   };
 }

@@ -1,6 +1,6 @@
 // The foreground supervisor: prefixes children's log lines, restarts crashed children with
 // backoff, keeps the registry current, and stops everything on request.
-import { spawnChild, type Child, type ExitInfo } from './child.js';
+import { spawnChild, spawnStandby, type Child, type ExitInfo, type Standby } from './child.js';
 import type { GroupSpec } from './groups.js';
 import { note } from './output.js';
 import type { Registry, RegistryEntry } from './registry.js';
@@ -50,8 +50,22 @@ export function createLinePrefixer(names: string[]) {
  * Supervises already-started children: a child that exits on its own with code 0 (stopped with
  * `vcon-launch stop`) stays down; any other exit is a crash and is restarted with backoff.
  */
-export function createSupervisor(slots: Slot[], deps: { registry: Registry; prefix: (group: string) => (line: string) => void }): Supervisor {
+export function createSupervisor(
+  slots: Slot[],
+  deps: { registry: Registry; prefix: (group: string) => (line: string) => void; baseEnv: Record<string, string> },
+): Supervisor {
   let shuttingDown = false;
+  // One warm process for the next crash, whichever group it hits: a restart then skips the
+  // module loading that dominates a cold start (and that grows several-fold on a loaded machine).
+  let standby: Standby | undefined = spawnStandby(deps.baseEnv);
+  const takeStandby = () => {
+    const s = standby;
+    standby = undefined;
+    return s;
+  };
+  const refillStandby = () => {
+    if (!shuttingDown && !standby) standby = spawnStandby(deps.baseEnv);
+  };
   const timers = new Set<NodeJS.Timeout>();
   // Restarts under way when a stop arrives: stopAll waits for them and stops what they started.
   const inflight = new Set<Promise<void>>();
@@ -94,7 +108,10 @@ export function createSupervisor(slots: Slot[], deps: { registry: Registry; pref
 
   const restart = async (slot: Slot, attempt: number) => {
     try {
-      const child = await spawnChild(slot.spec, { env: slot.env, onLine: deps.prefix(slot.spec.name) });
+      const sb = takeStandby();
+      const opts = { env: slot.env, onLine: deps.prefix(slot.spec.name) };
+      const child = sb ? await sb.activate(slot.spec, opts) : await spawnChild(slot.spec, opts);
+      refillStandby();
       if (shuttingDown) {
         await child.stop();
         return;
@@ -106,6 +123,7 @@ export function createSupervisor(slots: Slot[], deps: { registry: Registry; pref
     } catch (err) {
       const delayNext = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
       note(`group ${slot.spec.name} failed to restart: ${(err as Error).message}; retrying in ${delayNext} ms`);
+      refillStandby();
       if (!shuttingDown) schedule(slot, attempt + 1, delayNext);
     }
   };
@@ -119,6 +137,7 @@ export function createSupervisor(slots: Slot[], deps: { registry: Registry; pref
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await Promise.all([...inflight]);
+      await takeStandby()?.dispose();
       await Promise.all(
         slots.map(async (slot) => {
           const child = slot.child;

@@ -159,11 +159,32 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
   }
 }
 
+/**
+ * A standby (`--standby`, started by vcon-launch's foreground supervisor over IPC) has loaded every
+ * module and waits for `{type: 'start', env}`: a crashed group comes back without a cold start.
+ */
+function waitForStart(): Promise<Record<string, string | undefined>> {
+  return new Promise((resolve) => {
+    // The supervisor is gone: there is nothing to stand by for.
+    const onDisconnect = () => process.exit(0);
+    const onMessage = (m: unknown) => {
+      const msg = m as { type?: string; env?: Record<string, string | undefined> } | null;
+      if (msg?.type !== 'start' || !msg.env) return;
+      process.off('message', onMessage);
+      process.off('disconnect', onDisconnect);
+      resolve(msg.env);
+    };
+    process.on('message', onMessage);
+    process.once('disconnect', onDisconnect);
+  });
+}
+
 /** The bin: load config, start, report readiness over IPC, stop gracefully on signals. */
 async function runMain(): Promise<void> {
+  const standbyEnv = process.argv.includes('--standby') && process.send ? await waitForStart() : undefined;
   let config: Config;
   try {
-    config = loadConfig();
+    config = loadConfig(standbyEnv);
   } catch (err) {
     process.stderr.write(`vcon-server: ${(err as Error).message}\n`);
     process.exit(2);

@@ -120,7 +120,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
     return 0;
   }
 
-  const supervisor = createSupervisor(slots, { registry, prefix });
+  const supervisor = createSupervisor(slots, { registry, prefix, baseEnv: launcher.inherited });
   let stopping: Promise<void> | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
