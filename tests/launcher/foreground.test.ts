@@ -1,9 +1,24 @@
 // Two groups under the foreground supervisor, on one database with port 0: isolation, a crash
 // restarted within 2 s while the other group keeps answering, and a graceful stop on SIGTERM.
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { api, CLI, cliEnv, createWorkspace, isAlive, sleep, waitFor, type Workspace } from './helpers.js';
+
+/** Direct children of a process (Linux /proc). */
+function childPidsOf(ppid: number): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return Number(readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]) === ppid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
 
 describe('vcon-launch start (foreground)', () => {
   let ws: Workspace;
@@ -98,6 +113,7 @@ describe('vcon-launch start (foreground)', () => {
     const ms = Date.now() - t0;
     probing = false;
     await probe;
+    console.info(`restart after SIGKILL: ${ms} ms`);
     expect(ms).toBeLessThan(2_000);
     expect(after.pid).not.toBe(before.alpha.pid);
     expect(isAlive(before.beta.pid)).toBe(true);
@@ -108,10 +124,14 @@ describe('vcon-launch start (foreground)', () => {
   test('SIGTERM stops every child gracefully and cleans the registry', async () => {
     const pids = Object.values(ws.registry()).map((e: any) => e.pid as number);
     expect(pids).toHaveLength(2);
+    // The children plus the warm standby the supervisor keeps for the next crash.
+    const children = childPidsOf(launcher.pid!);
+    expect(children).toEqual(expect.arrayContaining(pids));
+    expect(children.length).toBe(3);
     launcher.kill('SIGTERM');
     const r = await launcher;
     expect(r.exitCode).toBe(0);
-    for (const pid of pids) expect(isAlive(pid)).toBe(false);
+    for (const pid of children) expect(isAlive(pid)).toBe(false);
     expect(ws.registry()).toEqual({});
     expect(stderr).toContain('all groups stopped');
   }, 30_000);
