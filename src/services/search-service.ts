@@ -1,5 +1,6 @@
 // Keyword, semantic and hybrid search (API.md "Search"; ARCHITECTURE.md "Search"): the use cases
 // REST and MCP call. Parameters are validated here, hooks run here.
+import { z } from 'zod';
 import { AppError, InvalidParameterError } from '../domain/errors.js';
 import { dateParam, intParam, MAX_PAGE, stringParam, tagsParam } from '../domain/queries.js';
 import { runHook, type Plugin, type SearchCriteria } from '../plugins/hooks.js';
@@ -52,6 +53,17 @@ export const MIN_CANDIDATES = 300;
 export const RRF_K = 60;
 export const SNIPPET_CHARS = 300;
 const MATCHES_PER_RESULT = 3;
+
+/** The search parameters as typed input (MCP inputSchema); parseSearchQuery still validates them. */
+export const SearchInputSchema = z.object({
+  q: z.string().min(1).max(MAX_QUERY_CHARS).describe('What to search for; keyword search understands "phrases", OR and -word'),
+  limit: z.number().int().min(1).optional().describe('Results per page, default 10, capped at 100'),
+  offset: z.number().int().min(0).optional().describe('Results to skip, default 0'),
+  tags: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional().describe('Only vCons having every one of these tags'),
+  start_date: z.string().optional().describe('YYYY-MM-DD or RFC 3339; on created_at'),
+  end_date: z.string().optional().describe('YYYY-MM-DD (whole day) or RFC 3339; on created_at'),
+  threshold: z.number().min(0).max(1).optional().describe('Semantic and hybrid only: minimum cosine similarity, default 0'),
+});
 
 /** Parses and validates the parameters of any of the three searches. */
 export function parseSearchQuery(raw: SearchInput, kind: SearchKind): SearchQuery {
