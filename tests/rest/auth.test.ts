@@ -15,7 +15,7 @@ const raw = (path: string, init: RequestInit = {}) => fetch(`${s.base}${path}`, 
 
 describe('authentication', () => {
   it('401s a missing or invalid key with WWW-Authenticate: Bearer', async () => {
-    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: 'Basic abc' }, { authorization: 'Bearer' }]) {
+    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: 'Basic abc' }, { authorization: 'Bearer' }] as Record<string, string>[]) {
       const r = await raw('/vcons', { headers });
       expect(r.status).toBe(401);
       expect(r.headers.get('www-authenticate')).toBe('Bearer');
@@ -56,7 +56,7 @@ describe('authentication', () => {
     for (const [method, path, body] of writes) {
       const r = await raw(path, { method, headers: json, body: body === undefined ? undefined : JSON.stringify(body) });
       expect(r.status, `${method} ${path}`).toBe(403);
-      expect((await r.json()).error).toBe('forbidden');
+      expect(((await r.json()) as any).error).toBe('forbidden');
     }
     const after = await s.api(`/vcons/${uuid}`);
     expect(after.body.vcon).toEqual(before.body.vcon);
@@ -86,7 +86,7 @@ describe('authentication', () => {
     try {
       const r = await fetch(`${none.base}/vcons`);
       expect(r.status).toBe(503);
-      expect((await r.json()).error).toBe('auth_not_configured');
+      expect(((await r.json()) as any).error).toBe('auth_not_configured');
       expect((await fetch(`${none.base}/health`)).status).toBe(200);
     } finally {
       await none.close();

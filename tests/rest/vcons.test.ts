@@ -244,7 +244,7 @@ describe('schema and examples', () => {
     const r = await fetch(`${s.base}/schema`);
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/application\/schema\+json/);
-    const schema = await r.json();
+    const schema = (await r.json()) as any;
     expect(schema.$schema).toMatch(/2020-12/);
     expect(schema.properties.dialog.items.properties.type.enum).toEqual(['recording', 'recording-set', 'text', 'transfer', 'incomplete']);
   });
