@@ -186,7 +186,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * makes other processes (every group's child starting at once) wait for the file instead of
  * each streaming the JSON. A lock older than 10 minutes is taken as abandoned.
  */
-export async function ensureCache(dir: string, opts: { vocab?: number; onBuild?: (info: { file: string; phase: 'start' | 'done'; ms?: number }) => void } = {}): Promise<string> {
+export async function ensureCache(dir: string, opts: { vocab?: number; source?: string; onBuild?: (info: { file: string; phase: 'start' | 'done'; ms?: number }) => void } = {}): Promise<string> {
   const vocab = opts.vocab ?? DEFAULT_VOCAB;
   const file = path.join(dir, cacheFileName(vocab));
   const lock = `${file}.lock`;
@@ -208,7 +208,7 @@ export async function ensureCache(dir: string, opts: { vocab?: number; onBuild?:
     try {
       if (existsSync(file)) return file;
       opts.onBuild?.({ file, phase: 'start' });
-      const { ms } = await buildCache(file, { vocab });
+      const { ms } = await buildCache(file, { vocab, source: opts.source });
       opts.onBuild?.({ file, phase: 'done', ms });
       return file;
     } finally {
