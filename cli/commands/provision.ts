@@ -132,9 +132,10 @@ async function provisionOne(admin: Sql, adminUrl: string, spec: GroupSpec, passw
         for o in select t.typname from pg_type t where t.typnamespace = s::regnamespace and t.typtype in ('e', 'd', 'r', 'm') loop
           execute format('alter type %I.%I owner to %I', s, o.typname, r);
         end loop;
-        -- The server creates its schema "if not exists" at every start, which PostgreSQL checks
-        -- against CREATE on the database even when the schema exists.
-        execute format('grant connect, create on database %I to %I', current_database(), r);
+        -- CONNECT only: the server's migration runner creates nothing that already exists, so a
+        -- group role needs no CREATE on the database (and so can't make new schemas).
+        execute format('grant connect on database %I to %I', current_database(), r);
+        execute format('revoke create on database %I from %I', current_database(), r);
         -- public: no objects of ours live there, and a group must not share a namespace with others.
         execute format('revoke all on schema public from %I', r);
         revoke create, usage on schema public from public;

@@ -54,12 +54,18 @@ const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
  * Serialised on a database-wide advisory lock because CREATE EXTENSION IF NOT EXISTS races.
  */
 export async function ensureExtensions(sql: Sql, log?: MigrationLog): Promise<{ pg_trgm: boolean }> {
+  const [present] = await sql<{ nspname: string }[]>`
+    select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'pg_trgm'`;
+  // Nothing to do (and nothing to ask of a per-group role that may not create anything here).
+  if (present?.nspname === 'extensions') return { pg_trgm: true };
   try {
     await sql.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(hashtext('vcon-launch:extensions'))`;
       const [ns] = await tx`select 1 from pg_namespace where nspname = 'extensions'`;
-      if (!ns) await tx`create schema extensions`;
-      await tx`grant usage on schema extensions to public`;
+      if (!ns) {
+        await tx`create schema extensions`;
+        await tx`grant usage on schema extensions to public`;
+      }
       const [row] = await tx<{ nspname: string }[]>`
         select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'pg_trgm'`;
       if (!row) await tx`create extension if not exists pg_trgm schema extensions`;

@@ -31,6 +31,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function buildApp(deps: AppDeps): Express {
   const { config, log, services, buildInfo } = deps;
   const app = express();
+  // From config, not NODE_ENV of the process: a launcher standby receives its group's env by IPC.
+  app.set('env', config.nodeEnv);
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');

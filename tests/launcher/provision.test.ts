@@ -58,6 +58,8 @@ describe('vcon-launch provision', () => {
       await expect(sql`select count(*) from vcons`).resolves.toHaveLength(1);
       await expect(sql.unsafe(`select count(*) from "${ws.schemas.pb}".vcons`)).rejects.toMatchObject({ code: '42501' });
       await expect(sql.unsafe('create table public.launcher_probe (x int)')).rejects.toMatchObject({ code: '42501' });
+      // No CREATE on the database: a group role can't make itself new schemas either.
+      await expect(sql.unsafe('create schema launcher_probe_schema')).rejects.toMatchObject({ code: '42501' });
       const [owner] = await sql`select tableowner from pg_tables where schemaname = ${ws.schemas.pa} and tablename = 'vcons'`;
       expect(owner.tableowner).toBe(`vcon_${ws.schemas.pa}`);
     } finally {
