@@ -146,9 +146,13 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         await mcp.close();
         server.closeIdleConnections();
+        // A keep-alive connection whose response finishes after close() turns idle and would stay
+        // open until keepAliveTimeout: close such connections as they turn idle.
+        const reaper = setInterval(() => server.closeIdleConnections(), 50);
         const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
         await closed;
         clearTimeout(timer);
+        clearInterval(reaper);
         await cleanup();
         log.info('stopped');
       })());
