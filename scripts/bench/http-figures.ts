@@ -1,0 +1,56 @@
+// Route-against-floor figures over HTTP: the real server and the floor server take the same
+// request stream, in alternating rounds, and each round yields req/s, p50 and p95.
+import { runAutocannon, type LoadRound, type LoadSpec } from './load.js';
+import { makeFigure, type Figure, type Goal } from './stats.js';
+
+export interface RouteCase {
+  id: string;
+  label: string;
+  method?: 'GET' | 'POST';
+  connections: number;
+  /** Request path under the API base (the same for the server and the floor). */
+  path?: () => string;
+  body?: () => string;
+  /** Goal on the req/s ratio. */
+  goal?: Goal;
+  note?: string;
+}
+
+export interface Targets {
+  serverApi: string;
+  floorApi: string;
+  rounds: number;
+  seconds: number;
+  log: (msg: string) => void;
+}
+
+/** Runs one case; returns the req/s, p50 and p95 figures (each with the floor's series). */
+export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> {
+  const server: LoadRound[] = [];
+  const floor: LoadRound[] = [];
+  const spec = (url: string): LoadSpec => ({ url, method: c.method, connections: c.connections, seconds: t.seconds, path: c.path, body: c.body });
+  for (let r = 0; r < t.rounds; r++) {
+    if (r % 2 === 0) {
+      server.push(await runAutocannon(spec(t.serverApi)));
+      floor.push(await runAutocannon(spec(t.floorApi)));
+    } else {
+      floor.push(await runAutocannon(spec(t.floorApi)));
+      server.push(await runAutocannon(spec(t.serverApi)));
+    }
+    const s = server[r];
+    const f = floor[r];
+    t.log(
+      `  ${c.id} round ${r + 1}/${t.rounds}: server ${s.rps.toFixed(0)} req/s p50 ${s.p50.toFixed(1)} p95 ${s.p95.toFixed(1)} ms` +
+        `${s.errors ? ` (${s.errors} errors: ${JSON.stringify(s.statuses)})` : ''}; floor ${f.rps.toFixed(0)} req/s p50 ${f.p50.toFixed(1)} p95 ${f.p95.toFixed(1)} ms`,
+    );
+  }
+  const errors = server.reduce((n, r) => n + r.errors, 0);
+  const note = [c.note, errors ? `${errors} failed requests` : ''].filter(Boolean).join('; ') || undefined;
+  const floorLabel = 'node:http + postgres.js, same query';
+  const base = `${c.label} @${c.connections}`;
+  return [
+    makeFigure({ id: `${c.id}.rps`, label: `${base} req/s`, unit: 'req/s', better: 'higher', rounds: server.map((x) => x.rps), floor: { label: floorLabel, rounds: floor.map((x) => x.rps) }, goal: c.goal, note }),
+    makeFigure({ id: `${c.id}.p50`, label: `${base} p50`, unit: 'ms', better: 'lower', rounds: server.map((x) => x.p50), floor: { label: floorLabel, rounds: floor.map((x) => x.p50) } }),
+    makeFigure({ id: `${c.id}.p95`, label: `${base} p95`, unit: 'ms', better: 'lower', rounds: server.map((x) => x.p95), floor: { label: floorLabel, rounds: floor.map((x) => x.p95) } }),
+  ];
+}

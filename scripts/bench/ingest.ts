@@ -1,0 +1,115 @@
+// Batch ingest against its floor, and the bulk load of the rest of the corpus.
+import type { Sql } from 'postgres';
+import { generateVcon } from './corpus.js';
+import { makeFigure, type Figure } from './stats.js';
+
+export const BATCH = 100;
+
+/** Creates the floor table: uuid primary key, jsonb document, lz4 when the server has it. */
+export async function createFloorTable(sql: Sql): Promise<{ lz4: boolean }> {
+  try {
+    await sql`create table floor_docs (uuid uuid primary key, doc jsonb compression lz4 not null)`;
+    return { lz4: true };
+  } catch {
+    await sql`create table floor_docs (uuid uuid primary key, doc jsonb not null)`;
+    return { lz4: false };
+  }
+}
+
+async function postBatch(api: string, body: string): Promise<void> {
+  const res = await fetch(`${api}/vcons/batch`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const text = await res.text();
+  if (res.status !== 201) throw new Error(`POST /vcons/batch answered ${res.status}: ${text.slice(0, 500)}`);
+}
+
+/**
+ * Interleaved rounds: each round sends the same fresh documents to the server (POST /vcons/batch
+ * of 100, one writer, bodies serialised before the clock starts) and to the floor (postgres.js
+ * `sql(rows)` into the bare table, batches of 100, one writer). Returns the figure and how many
+ * vCons the server now holds.
+ */
+export async function measureIngest(opts: {
+  api: string;
+  floorSql: Sql;
+  seed: number;
+  rounds: number;
+  perRound: number;
+  lz4: boolean;
+  log: (msg: string) => void;
+}): Promise<{ figure: Figure; stored: number }> {
+  const server: number[] = [];
+  const floor: number[] = [];
+  let next = 0;
+  for (let r = 0; r < opts.rounds; r++) {
+    const docs = Array.from({ length: opts.perRound }, (_, k) => generateVcon(opts.seed, next + k));
+    next += opts.perRound;
+    const bodies: string[] = [];
+    for (let i = 0; i < docs.length; i += BATCH) bodies.push(JSON.stringify(docs.slice(i, i + BATCH)));
+    const runServer = async () => {
+      const t0 = performance.now();
+      for (const b of bodies) await postBatch(opts.api, b);
+      server.push(docs.length / ((performance.now() - t0) / 1000));
+    };
+    const runFloor = async () => {
+      const t0 = performance.now();
+      for (let i = 0; i < docs.length; i += BATCH) {
+        const rows = docs.slice(i, i + BATCH).map((d) => ({ uuid: d.uuid as string, doc: opts.floorSql.json(d as never) }));
+        await opts.floorSql`insert into floor_docs ${opts.floorSql(rows)}`;
+      }
+      floor.push(docs.length / ((performance.now() - t0) / 1000));
+    };
+    // Alternate the order so that drift in machine load hits both sides alike.
+    if (r % 2 === 0) {
+      await runServer();
+      await runFloor();
+    } else {
+      await runFloor();
+      await runServer();
+    }
+    opts.log(`  ingest round ${r + 1}/${opts.rounds}: server ${server[r].toFixed(0)} vCons/s, floor ${floor[r].toFixed(0)} vCons/s`);
+  }
+  const figure = makeFigure({
+    id: 'ingest.batch',
+    label: 'POST /vcons/batch (100/batch, 1 writer)',
+    unit: 'vCons/s',
+    better: 'higher',
+    rounds: server,
+    floor: { label: `postgres.js sql(rows) into bare jsonb${opts.lz4 ? ' lz4' : ' (pglz: lz4 unavailable)'} table`, rounds: floor },
+    goal: { kind: 'ratio', min: 0.5 },
+  });
+  return { figure, stored: next };
+}
+
+/** Loads vCons [from, to) through POST /vcons/batch with `writers` concurrent writers. */
+export async function loadCorpus(opts: {
+  api: string;
+  seed: number;
+  from: number;
+  to: number;
+  writers: number;
+  log: (msg: string) => void;
+}): Promise<{ seconds: number; perSecond: number }> {
+  let next = opts.from;
+  const total = opts.to - opts.from;
+  const t0 = performance.now();
+  let lastReport = t0;
+  const writer = async () => {
+    while (next < opts.to) {
+      const start = next;
+      const end = Math.min(opts.to, start + BATCH);
+      next = end;
+      const docs = [];
+      for (let i = start; i < end; i++) docs.push(generateVcon(opts.seed, i));
+      await postBatch(opts.api, JSON.stringify(docs));
+      const now = performance.now();
+      if (now - lastReport > 10_000) {
+        lastReport = now;
+        const done = next - opts.from;
+        opts.log(`  corpus: ${done}/${total} vCons loaded (${(done / ((now - t0) / 1000)).toFixed(0)} vCons/s)`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: opts.writers }, writer));
+  const seconds = (performance.now() - t0) / 1000;
+  return { seconds, perSecond: total / seconds };
+}

@@ -1,0 +1,78 @@
+// Load generation: autocannon for closed-loop throughput at N connections (latencies recorded per
+// response, so p50/p95 are exact), and a plain sequential client for latency at concurrency 1.
+import autocannon from 'autocannon';
+import { percentile } from './stats.js';
+
+export interface LoadRound {
+  rps: number;
+  p50: number;
+  p95: number;
+  requests: number;
+  errors: number;
+  /** Responses by status class, e.g. { '2xx': 1000 }. */
+  statuses: Record<string, number>;
+}
+
+export interface LoadSpec {
+  url: string;
+  method?: 'GET' | 'POST';
+  connections: number;
+  seconds: number;
+  headers?: Record<string, string>;
+  /** Path of each request (called once per request), relative to url. */
+  path?: () => string;
+  /** Body of each request (called once per request). */
+  body?: () => string;
+}
+
+/** One closed-loop round with autocannon. */
+export async function runAutocannon(spec: LoadSpec): Promise<LoadRound> {
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  const instance = autocannon({
+    url: spec.url,
+    connections: spec.connections,
+    duration: spec.seconds,
+    method: spec.method ?? 'GET',
+    headers: { 'content-type': 'application/json', ...spec.headers },
+    requests: [
+      {
+        setupRequest: (req: Record<string, unknown>) => ({
+          ...req,
+          ...(spec.path ? { path: new URL(spec.url).pathname.replace(/\/$/, '') + spec.path() } : {}),
+          ...(spec.body ? { body: spec.body() } : {}),
+        }),
+      },
+    ],
+  });
+  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+    latencies.push(ms);
+    const cls = `${Math.floor(status / 100)}xx`;
+    statuses[cls] = (statuses[cls] ?? 0) + 1;
+  });
+  const result = await instance;
+  const ok = statuses['2xx'] ?? 0;
+  const seconds = result.duration || spec.seconds;
+  return {
+    rps: ok / seconds,
+    p50: percentile(latencies, 50),
+    p95: percentile(latencies, 95),
+    requests: latencies.length,
+    errors: result.errors + result.timeouts + latencies.length - ok,
+    statuses,
+  };
+}
+
+/** Sequential requests (concurrency 1): per-request latencies in ms and the non-2xx count. */
+export async function runSequential(urls: string[], headers: Record<string, string> = {}): Promise<{ latencies: number[]; errors: number }> {
+  const latencies: number[] = [];
+  let errors = 0;
+  for (const u of urls) {
+    const t0 = performance.now();
+    const res = await fetch(u, { headers });
+    await res.arrayBuffer();
+    latencies.push(performance.now() - t0);
+    if (!res.ok) errors++;
+  }
+  return { latencies, errors };
+}

@@ -1,0 +1,110 @@
+// Child processes of the bench: real vcon-server instances and the floor server, started with an
+// IPC readiness handshake, their stderr kept in a file of the run directory, stopped by pid.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { packageRoot } from '../../src/paths.js';
+
+export const SERVER_JS = path.join(packageRoot, 'dist', 'src', 'main.js');
+export const CLI_JS = path.join(packageRoot, 'dist', 'cli', 'index.js');
+export const FLOOR_JS = path.join(packageRoot, 'dist', 'scripts', 'bench', 'floor-server.js');
+
+export interface Child {
+  name: string;
+  pid: number;
+  url: string;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+/** Resident set size (VmRSS) of a process in MB, from /proc; NaN when it is gone. */
+export function readRssMb(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+async function spawnWithReady(
+  name: string,
+  file: string,
+  env: Record<string, string>,
+  opts: { logFile: string; nodeArgs?: string[]; args?: string[] },
+): Promise<Child> {
+  const child = execa(process.execPath, [...(opts.nodeArgs ?? []), file, ...(opts.args ?? [])], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    extendEnv: false,
+    ipc: true,
+    stdin: 'ignore',
+    stdout: 'ignore',
+    stderr: { file: opts.logFile },
+    cleanup: true,
+    reject: false,
+    forceKillAfterDelay: 5_000,
+  });
+  const exited = child.then((r) => {
+    throw new Error(`${name} exited before it was ready (code ${r.exitCode ?? r.signal}); see ${opts.logFile}:\n${tail(opts.logFile)}`);
+  });
+  const ready = (await Promise.race([child.getOneMessage({ filter: (m) => (m as { type?: string }).type === 'ready' }), exited])) as { url: string };
+  exited.catch(() => undefined);
+  let stopping: Promise<void> | undefined;
+  return {
+    name,
+    pid: child.pid!,
+    url: ready.url,
+    logFile: opts.logFile,
+    stop: () =>
+      (stopping ??= (async () => {
+        child.kill('SIGTERM');
+        await child;
+      })()),
+  };
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/** Starts one real vcon-server (HTTP, port 0, auth off) on a schema. */
+export function startServer(opts: {
+  name: string;
+  databaseUrl: string;
+  schema: string;
+  runDir: string;
+  logLevel?: string;
+  nodeArgs?: string[];
+  env?: Record<string, string>;
+}): Promise<Child> {
+  return spawnWithReady(
+    opts.name,
+    SERVER_JS,
+    {
+      MCP_TRANSPORT: 'http',
+      MCP_HTTP_PORT: '0',
+      DATABASE_URL: opts.databaseUrl,
+      SUPABASE_DB_SCHEMA: opts.schema,
+      API_AUTH_REQUIRED: 'false',
+      LOG_LEVEL: opts.logLevel ?? 'info',
+      NODE_ENV: 'production',
+      VCON_INSTANCE_LABEL: opts.name,
+      ...opts.env,
+    },
+    { logFile: path.join(opts.runDir, `${opts.name}.log`), nodeArgs: opts.nodeArgs },
+  );
+}
+
+/** Starts the floor server: node:http + postgres.js over the floor table and the main schema. */
+export function startFloorServer(opts: { name: string; databaseUrl: string; searchPath: string; runDir: string }): Promise<Child> {
+  return spawnWithReady(
+    opts.name,
+    FLOOR_JS,
+    { DATABASE_URL: opts.databaseUrl, FLOOR_SEARCH_PATH: opts.searchPath },
+    { logFile: path.join(opts.runDir, `${opts.name}.log`) },
+  );
+}

@@ -1,0 +1,395 @@
+#!/usr/bin/env node
+// npm run bench [-- --quick]: every figure against a floor measured in the same run (issue 9).
+// Starts real vcon-server processes on TEST_DATABASE_URL / DATABASE_URL (or the embedded
+// PostgreSQL), loads a deterministic corpus over HTTP, prints a table and writes
+// tests/bench/results/<date>.json + .md. It reports and never fails: exit 0 on FAIL too.
+// Keep in sync with README § "Benchmarks".
+import { existsSync, mkdirSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import postgres, { type Sql } from 'postgres';
+import { packageRoot } from '../../src/paths.js';
+import { acquireEmbeddedPostgres, type EmbeddedPostgres } from '../../src/db/embedded.js';
+import { generateVcon, TAG_KEYS, tagValues } from './corpus.js';
+import { createFloorTable, loadCorpus, measureIngest } from './ingest.js';
+import { measureRoute, type RouteCase } from './http-figures.js';
+import { measureSearch } from './search.js';
+import { measureLauncher } from './launcher.js';
+import { readRssMb, startFloorServer, startServer, type Child } from './processes.js';
+import { formatTable, writeReport, type BenchReport } from './report.js';
+import { makeFigure, median, type Figure } from './stats.js';
+
+const SECTIONS = ['ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'diagnostics'] as const;
+type Section = (typeof SECTIONS)[number];
+
+interface Options {
+  quick: boolean;
+  size: number;
+  seed: number;
+  rounds: number;
+  seconds: number;
+  ingestPerRound: number;
+  searchPasses: number;
+  launcherRounds: number;
+  sections: Set<Section>;
+  corpus: 'own' | 'shared';
+  profile: boolean;
+  keep: boolean;
+  out: string;
+}
+
+const USAGE = `Usage: npm run bench [-- options]
+
+  --quick            sanity run in under 2 minutes (small corpus, short rounds)
+  --size <n>         read/search corpus size (default 100000; quick 1000)
+  --corpus own|shared
+                     shared (default): the search bench's corpus, built once and kept in schema
+                     bench_search; own (quick default): this run's corpus, loaded over HTTP
+  --rounds <n>       rounds per figure (default 5; quick 3)
+  --seconds <s>      seconds per load round (default 2; quick 0.5)
+  --seed <n>         corpus seed (default 20250101)
+  --only <a,b,...>   sections: ${SECTIONS.join(', ')}
+  --profile          run the main server under node --cpu-prof (profiles in the run directory)
+  --keep             keep the schemas and the run directory
+  --out <dir>        results directory (default tests/bench/results)
+
+Database: TEST_DATABASE_URL, else DATABASE_URL, else the embedded PostgreSQL.`;
+
+function parseOptions(argv: string[]): Options {
+  const quick = argv.includes('--quick');
+  const value = (name: string) => {
+    const i = argv.indexOf(name);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const num = (name: string, def: number) => {
+    const v = value(name);
+    if (v === undefined) return def;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} needs a positive number, got "${v}"`);
+    return n;
+  };
+  const only = value('--only');
+  const sections = new Set<Section>(only ? (only.split(',') as Section[]) : SECTIONS.filter((s) => !(quick && s === 'diagnostics')));
+  for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`unknown section "${s}"; sections: ${SECTIONS.join(', ')}`);
+  return {
+    quick,
+    size: Math.floor(num('--size', quick ? 1_000 : 100_000)),
+    seed: Math.floor(num('--seed', 20_250_101)),
+    rounds: Math.floor(num('--rounds', quick ? 3 : 5)),
+    seconds: num('--seconds', quick ? 0.5 : 2),
+    ingestPerRound: quick ? 200 : 1_000,
+    searchPasses: quick ? 1 : 2,
+    launcherRounds: quick ? 1 : 2,
+    sections,
+    corpus: (value('--corpus') ?? (quick ? 'own' : 'shared')) === 'own' ? 'own' : 'shared',
+    profile: argv.includes('--profile'),
+    keep: argv.includes('--keep'),
+    out: path.resolve(value('--out') ?? path.join(packageRoot, 'tests', 'bench', 'results')),
+  };
+}
+
+/** The search bench of scripts/embeddings (issue 5), loaded at run time so the bench still runs without it. */
+const SEARCH_BENCH_JS = 'dist/scripts/embeddings/bench-search.js';
+const SHARED_CORPUS_SCHEMA = 'bench_search';
+
+interface SearchBenchModule {
+  runSearchBench(opts: { size?: number; requests?: number; schema?: string; databaseUrl?: string; log?: (line: string) => void }): Promise<{
+    corpus: { vcons: number; units: number; built: number; build_s: number | null; rate_per_s: number | null };
+    searches: Record<'content' | 'semantic' | 'hybrid', { requests: number; p50_ms: number; p95_ms: number }>;
+  }>;
+}
+
+async function loadSearchBench(): Promise<SearchBenchModule | undefined> {
+  const file = path.join(packageRoot, SEARCH_BENCH_JS);
+  if (!existsSync(file)) return undefined;
+  return (await import(pathToFileURL(file).href)) as SearchBenchModule;
+}
+
+const log = (msg: string) => process.stderr.write(`${msg}\n`);
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  let opts: Options;
+  try {
+    opts = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`bench: ${(err as Error).message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  const t0 = performance.now();
+  const loadStart = os.loadavg();
+  const runId = `bench_${Date.now().toString(36)}`;
+  const runDir = path.join(packageRoot, '.vcon', 'bench', runId);
+  mkdirSync(runDir, { recursive: true });
+  const notes: string[] = [];
+  const figures: Figure[] = [];
+  const children: Child[] = [];
+  const schemas = new Set<string>();
+
+  let embedded: EmbeddedPostgres | undefined;
+  let databaseUrl = process.env.TEST_DATABASE_URL?.trim() || process.env.DATABASE_URL?.trim();
+  if (!databaseUrl) {
+    embedded = await acquireEmbeddedPostgres(path.join(packageRoot, '.vcon', 'embedded'));
+    databaseUrl = embedded.url;
+  }
+  const admin = postgres(databaseUrl, { max: 2, onnotice: () => undefined });
+  const mainSchema = `${runId}_main`;
+  const floorSchema = `${runId}_floor`;
+  let floorSql: Sql | undefined;
+
+  let cleaned = false;
+  const cleanup = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    await Promise.allSettled(children.map((c) => c.stop()));
+    await floorSql?.end({ timeout: 2 }).catch(() => undefined);
+    if (!opts.keep) for (const s of schemas) await admin.unsafe(`drop schema if exists "${s}" cascade`).catch(() => undefined);
+    await admin.end({ timeout: 2 }).catch(() => undefined);
+    await embedded?.release();
+  };
+  const onSignal = () => {
+    log('interrupted: stopping the servers and dropping the bench schemas');
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const server_version = String((await admin`show server_version`)[0].server_version);
+  log(`bench ${opts.quick ? '(quick) ' : ''}${runId}: corpus ${opts.size} vCons, ${opts.rounds} rounds; run directory ${path.relative(process.cwd(), runDir)}`);
+  if (loadStart[0] > 1.5) log(`note: load average ${loadStart[0].toFixed(2)}: the machine is busy, figures will be noisy`);
+
+  const corpus: Record<string, unknown> = { size: opts.size, seed: opts.seed };
+  let lz4 = false;
+  try {
+    // Corpus shape, from a sample.
+    const sample = Array.from({ length: 500 }, (_, i) => Buffer.byteLength(JSON.stringify(generateVcon(opts.seed, i))) / 1024);
+    const tg = performance.now();
+    for (let i = 0; i < 2_000; i++) JSON.stringify(generateVcon(opts.seed, i));
+    Object.assign(corpus, {
+      kb_median: median(sample),
+      kb_min: Math.min(...sample),
+      kb_max: Math.max(...sample),
+      generate_per_s: 2_000 / ((performance.now() - tg) / 1000),
+    });
+
+    schemas.add(mainSchema);
+    schemas.add(floorSchema);
+    await admin.unsafe(`create schema "${floorSchema}"`);
+    floorSql = postgres(databaseUrl, { max: 1, onnotice: () => undefined, connection: { search_path: `"${floorSchema}"` } });
+    lz4 = (await createFloorTable(floorSql)).lz4;
+    if (!lz4) notes.push('lz4 compression is unavailable on this PostgreSQL: the floor table uses pglz');
+
+    const tStart = performance.now();
+    const main = await startServer({
+      name: 'main',
+      databaseUrl,
+      schema: mainSchema,
+      runDir,
+      nodeArgs: opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : [],
+    });
+    children.push(main);
+    corpus.server_start_s = (performance.now() - tStart) / 1000;
+    const mainApi = `${main.url}/api/v1`;
+    await sleep(1_000);
+    const idleRss = readRssMb(main.pid);
+
+    // 1. Batch ingest against the floor, into the fresh main schema.
+    let stored = 0;
+    if (opts.sections.has('ingest')) {
+      log('batch ingest');
+      const r = await measureIngest({ api: mainApi, floorSql, seed: opts.seed, rounds: opts.rounds, perRound: opts.ingestPerRound, lz4, log });
+      figures.push(r.figure);
+      stored = r.stored;
+    }
+
+    // 2. The read corpus: the search bench's kept corpus (full runs), or the main schema loaded
+    //    to the corpus size through POST /vcons/batch (quick runs, or without that module).
+    let corpusSchema = mainSchema;
+    let corpusServer = main;
+    const shared = opts.corpus === 'shared' ? await loadSearchBench() : undefined;
+    if (opts.corpus === 'shared' && !shared) notes.push(`${SEARCH_BENCH_JS} is missing: the corpus was loaded through HTTP instead`);
+    if (shared) {
+      log(`corpus: ${opts.size} vCons in schema ${SHARED_CORPUS_SCHEMA} (built once by the search bench, then kept)`);
+      const r = await shared.runSearchBench({ size: opts.size, schema: SHARED_CORPUS_SCHEMA, databaseUrl, requests: 30, log: (l) => log(`  search-bench: ${l}`) });
+      corpusSchema = SHARED_CORPUS_SCHEMA;
+      corpus.source = `scripts/embeddings/bench-search.ts generateVcon, schema ${SHARED_CORPUS_SCHEMA} (kept between runs)`;
+      corpus.build_s = r.corpus.build_s ?? 'reused';
+      corpus.build_per_s = r.corpus.rate_per_s ?? 'reused';
+      corpus.search_units = r.corpus.units;
+      notes.push(
+        `search-bench cross-check (in-process server, one round of ${r.searches.content.requests} requests): ` +
+          (['content', 'semantic', 'hybrid'] as const).map((k) => `${k} p50 ${r.searches[k].p50_ms} / p95 ${r.searches[k].p95_ms} ms`).join(', '),
+      );
+      const tc = performance.now();
+      corpusServer = await startServer({ name: 'corpus', databaseUrl, schema: corpusSchema, runDir });
+      children.push(corpusServer);
+      corpus.corpus_server_start_s = (performance.now() - tc) / 1000;
+    } else if (stored < opts.size) {
+      corpus.source = 'scripts/bench/corpus.ts, loaded through POST /vcons/batch (2 writers)';
+      log(`corpus: loading ${opts.size - stored} vCons through POST /vcons/batch (2 writers)`);
+      const r = await loadCorpus({ api: mainApi, seed: opts.seed, from: stored, to: opts.size, writers: 2, log });
+      corpus.build_s = (performance.now() - tStart) / 1000;
+      corpus.load_per_s = r.perSecond;
+    }
+    const api = `${corpusServer.url}/api/v1`;
+    const corpusSql = postgres(databaseUrl, { max: 1, onnotice: () => undefined, connection: { search_path: `"${corpusSchema}"` } });
+    const uuids = (await corpusSql<{ uuid: string }[]>`select uuid::text from vcons`).map((r) => r.uuid);
+    if (corpusSchema === mainSchema) await corpusSql`analyze`;
+    await corpusSql.end();
+    corpus.stored = uuids.length;
+    log(`corpus: ${uuids.length} vCons in ${corpusSchema}`);
+    const floor = await startFloorServer({ name: 'floor', databaseUrl, searchPath: `"${floorSchema}", "${corpusSchema}", extensions`, runDir });
+    children.push(floor);
+
+    const targets = { serverApi: api, floorApi: floor.url, rounds: opts.rounds, seconds: opts.seconds, log };
+    let k = 0;
+    const randomUuid = () => uuids[(k = (k * 1103515245 + 12345) >>> 0) % uuids.length];
+
+    // 3. Reads: GET by uuid, list pages, tag search, discovery.
+    if (opts.sections.has('routes')) {
+      log('routes');
+      const pairs = TAG_KEYS.flatMap((key) => tagValues(key).map((v) => JSON.stringify({ [key]: v })));
+      let t = 0;
+      const cases: RouteCase[] = [
+        { id: 'get', label: 'GET /vcons/:uuid', connections: 32, path: () => `/vcons/${randomUuid()}`, goal: { kind: 'ratio', min: 0.6 } },
+        ...[0, 1_000, 10_000].map((offset) => ({
+          id: `list.${offset}`,
+          label: `GET /vcons?offset=${offset}&limit=10`,
+          connections: 8,
+          path: () => `/vcons?offset=${offset}&limit=10`,
+          note: offset >= uuids.length ? `offset beyond the ${uuids.length} vCons of the corpus` : undefined,
+        })),
+        { id: 'tags', label: 'GET /tags/search (1 pair)', connections: 8, path: () => `/tags/search?tags=${encodeURIComponent(pairs[t++ % pairs.length])}` },
+        { id: 'discovery', label: 'GET /discovery/analysis/types', connections: 8, path: () => '/discovery/analysis/types' },
+      ];
+      for (const c of cases) figures.push(...(await measureRoute(c, targets)));
+    }
+
+    // 4. Search at the corpus size, then the memory of the instance that served it all.
+    if (opts.sections.has('search')) {
+      log('search');
+      const r = await measureSearch({ serverApi: api, floorApi: floor.url, rounds: opts.rounds, passes: opts.searchPasses, corpusSize: uuids.length, quick: opts.quick, log });
+      figures.push(...r.figures);
+    }
+    if (opts.sections.has('memory')) {
+      const rss = readRssMb(corpusServer.pid);
+      figures.push(
+        makeFigure({
+          id: 'memory.after_corpus',
+          label: `RSS of one instance after ${uuids.length.toLocaleString('en-US')} vCons${opts.sections.has('search') ? ' and search' : ''}`,
+          unit: 'MB',
+          better: 'lower',
+          rounds: [rss],
+          floor: { label: 'an instance idle, right after start', rounds: [idleRss] },
+          note: `peak (VmHWM) ${readRssMb(corpusServer.pid, 'VmHWM').toFixed(0)} MB${corpusServer === main ? '' : '; this instance served the kept corpus (it did not ingest it)'}`,
+        }),
+      );
+    }
+
+    // 5. Single creates (after search, so the search corpus is exactly the loaded one).
+    if (opts.sections.has('create')) {
+      log('create');
+      const templates = Array.from({ length: 50 }, (_, i) => JSON.stringify(generateVcon(opts.seed + 1, i)));
+      const parts = templates.map((s) => {
+        const m = /"uuid":"([0-9a-f-]{36})"/.exec(s)!;
+        return [s.slice(0, m.index + 8), s.slice(m.index + 8 + 36)];
+      });
+      let c = 0;
+      figures.push(
+        ...(await measureRoute(
+          {
+            id: 'create',
+            label: 'POST /vcons',
+            method: 'POST',
+            connections: 32,
+            body: () => {
+              const [a, b] = parts[c++ % parts.length];
+              return `${a}${randomUUID()}${b}`;
+            },
+            path: () => '/vcons',
+          },
+          { ...targets, serverApi: mainApi },
+        )),
+      );
+    }
+
+    // 6. Diagnostics: what request logging costs on the hottest read.
+    if (opts.sections.has('diagnostics')) {
+      log('diagnostics: GET /vcons/:uuid with LOG_LEVEL=warn (no per-request log lines)');
+      await corpusServer.stop();
+      const quiet = await startServer({ name: 'corpus-warn', databaseUrl, schema: corpusSchema, runDir, logLevel: 'warn' });
+      children.push(quiet);
+      const r = await measureRoute(
+        { id: 'diag.get_warn', label: 'GET /vcons/:uuid, LOG_LEVEL=warn', connections: 32, path: () => `/vcons/${randomUuid()}`, note: 'diagnostic: request logging off' },
+        { ...targets, serverApi: `${quiet.url}/api/v1` },
+      );
+      figures.push(...r);
+      await quiet.stop();
+    }
+    await floor.stop();
+    await Promise.all([main.stop(), corpusServer.stop()]);
+
+    // 7. The launcher: 10 groups on this database.
+    if (opts.sections.has('launcher')) {
+      log('launcher');
+      figures.push(
+        ...(await measureLauncher({
+          databaseUrl,
+          schemaPrefix: runId,
+          groups: 10,
+          rounds: opts.launcherRounds,
+          runDir,
+          onSchema: (s) => schemas.add(s),
+          log,
+        })),
+      );
+    }
+  } catch (err) {
+    notes.push(`the run stopped early: ${(err as Error).message.split('\n')[0]}`);
+    log(`bench: ${(err as Error).stack ?? (err as Error).message}`);
+  } finally {
+    await cleanup();
+  }
+
+  const loadEnd = os.loadavg();
+  const report: BenchReport = {
+    date: new Date().toISOString(),
+    mode: opts.quick ? 'quick' : 'full',
+    machine: { cpus: os.cpus().length, node: process.versions.node, loadavg_start: loadStart, loadavg_end: loadEnd, quiet: loadStart[0] < 1.5 },
+    database: { kind: embedded ? 'embedded' : 'url', label: embedded ? 'embedded PostgreSQL' : redact(databaseUrl), lz4, server_version },
+    corpus,
+    seconds: (performance.now() - t0) / 1000,
+    figures,
+    notes,
+  };
+  if (opts.quick) notes.push(`quick mode: ${opts.size} vCons, not 100k; the search goals are for 100k`);
+  const files = writeReport(report, opts.out);
+  process.stdout.write(`\n${formatTable(report)}\n\n`);
+  for (const n of notes) process.stdout.write(`note: ${n}\n`);
+  process.stdout.write(`results: ${path.relative(process.cwd(), files.json)}, ${path.relative(process.cwd(), files.md)}\n`);
+  if (opts.profile) process.stdout.write(`CPU profiles: ${path.relative(process.cwd(), path.join(runDir, 'profiles'))}\n`);
+}
+
+const redact = (url: string) => {
+  try {
+    const u = new URL(url);
+    u.password = '';
+    return `${u.protocol}//${u.username ? `${u.username}@` : ''}${u.host}${u.pathname}`;
+  } catch {
+    return '(database URL)';
+  }
+};
+
+main().then(
+  () => process.exit(0),
+  (err: Error) => {
+    process.stderr.write(`bench: ${err.message}\n`);
+    process.exit(0);
+  },
+);

@@ -1,0 +1,76 @@
+// Keyword, semantic and hybrid search latency at concurrency 1 over the HTTP routes. The keyword
+// floor is the ranking query alone (no snippets, no envelope) on the same tables, via the floor
+// server; semantic and hybrid have absolute goals only.
+import { SEARCH_QUERIES } from './corpus.js';
+import { runSequential } from './load.js';
+import { makeFigure, percentile, type Figure } from './stats.js';
+
+const KINDS = [
+  { kind: 'content', label: 'keyword search', goalMs: 30, floor: true },
+  { kind: 'semantic', label: 'semantic search', goalMs: 50, floor: false },
+  { kind: 'hybrid', label: 'hybrid search', goalMs: 60, floor: false },
+] as const;
+
+export async function measureSearch(opts: {
+  serverApi: string;
+  floorApi: string;
+  rounds: number;
+  /** Passes over the query set per round. */
+  passes: number;
+  corpusSize: number;
+  quick: boolean;
+  log: (msg: string) => void;
+}): Promise<{ figures: Figure[]; firstQueryMs: Record<string, number>; emptyResults: Record<string, number> }> {
+  const figures: Figure[] = [];
+  const firstQueryMs: Record<string, number> = {};
+  const emptyResults: Record<string, number> = {};
+  const urls = (api: string, kind: string) => {
+    const list: string[] = [];
+    for (let p = 0; p < opts.passes; p++) for (const q of SEARCH_QUERIES) list.push(`${api}/vcons/search/${kind}?q=${encodeURIComponent(q)}&limit=10`);
+    return list;
+  };
+  for (const k of KINDS) {
+    // Cold first query (lazy loads, caches), then one unmeasured pass that also checks the answers.
+    firstQueryMs[k.kind] = (await runSequential(urls(opts.serverApi, k.kind).slice(0, 1))).latencies[0];
+    let empty = 0;
+    for (const q of SEARCH_QUERIES) {
+      const res = await fetch(`${opts.serverApi}/vcons/search/${k.kind}?q=${encodeURIComponent(q)}&limit=10`);
+      const body = (await res.json()) as { results?: unknown[] };
+      if (!res.ok) throw new Error(`GET /vcons/search/${k.kind} answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
+      if (!body.results?.length) empty++;
+    }
+    emptyResults[k.kind] = empty;
+    const p50: number[] = [];
+    const p95: number[] = [];
+    const f50: number[] = [];
+    const f95: number[] = [];
+    for (let r = 0; r < opts.rounds; r++) {
+      const s = await runSequential(urls(opts.serverApi, k.kind));
+      p50.push(percentile(s.latencies, 50));
+      p95.push(percentile(s.latencies, 95));
+      if (k.floor) {
+        const f = await runSequential(urls(opts.floorApi, k.kind));
+        f50.push(percentile(f.latencies, 50));
+        f95.push(percentile(f.latencies, 95));
+      }
+      opts.log(`  ${k.kind} round ${r + 1}/${opts.rounds}: p50 ${p50[r].toFixed(1)} ms, p95 ${p95[r].toFixed(1)} ms${k.floor ? ` (floor p50 ${f50[r].toFixed(1)}, p95 ${f95[r].toFixed(1)})` : ''}`);
+    }
+    const at = `${opts.corpusSize.toLocaleString('en-US')} vCons${opts.quick ? ', quick corpus' : ''}`;
+    const floorLabel = 'ranking SQL alone via node:http';
+    const note = [`${SEARCH_QUERIES.length} queries`, empty ? `${empty} returned no result` : '', `first query ${firstQueryMs[k.kind].toFixed(0)} ms`].filter(Boolean).join('; ');
+    figures.push(
+      makeFigure({ id: `search.${k.kind}.p50`, label: `${k.label} p50 (${at})`, unit: 'ms', better: 'lower', rounds: p50, floor: k.floor ? { label: floorLabel, rounds: f50 } : undefined, note }),
+      makeFigure({
+        id: `search.${k.kind}.p95`,
+        label: `${k.label} p95 (${at})`,
+        unit: 'ms',
+        better: 'lower',
+        rounds: p95,
+        floor: k.floor ? { label: floorLabel, rounds: f95 } : undefined,
+        goal: { kind: 'max', value: k.goalMs },
+        note: opts.quick ? 'goal is for 100k vCons; quick mode measures a smaller corpus' : undefined,
+      }),
+    );
+  }
+  return { figures, firstQueryMs, emptyResults };
+}
