@@ -4,7 +4,8 @@
 // directory: each registers as a user; the last one to leave stops the cluster. A postmaster left
 // behind by a killed owner is adopted on the next start.
 import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, chownSync, cpSync, existsSync, renameSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -90,6 +91,44 @@ async function runAs(): Promise<{ uid: number; gid: number } | undefined> {
   }
 }
 
+/** True when the `postgres` user can traverse to (and execute or enter) the path. */
+async function canReach(target: string, owner: { uid: number; gid: number }): Promise<boolean> {
+  try {
+    await run('/bin/sh', ['-c', 'test -x "$1"', 'sh', target], { uid: owner.uid, gid: owner.gid });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Copies the platform package's native/ tree (bin, lib, share) once to a place `postgres` can reach. */
+async function reachableBinaries(bins: Binaries, owner: { uid: number; gid: number }, log?: Log): Promise<Binaries> {
+  const native = path.dirname(path.dirname(bins.initdb));
+  const version = readFileSync(path.join(native, '..', 'package.json'), 'utf8').match(/"version":\s*"([^"]+)"/)?.[1] ?? 'unknown';
+  const shared = path.join(os.tmpdir(), `vcon-launch-pg-${version}`);
+  const done = path.join(shared, '.complete');
+  if (!existsSync(done)) {
+    const staging = `${shared}.${process.pid}.tmp`;
+    rmSync(staging, { recursive: true, force: true });
+    cpSync(native, staging, { recursive: true, verbatimSymlinks: true });
+    writeFileSync(path.join(staging, '.complete'), version);
+    try {
+      renameSync(staging, shared);
+    } catch {
+      rmSync(staging, { recursive: true, force: true }); // another process won the race
+    }
+    chmodSync(shared, 0o755);
+    log?.warn({ from: native, to: shared }, 'copied the PostgreSQL binaries where the postgres user can reach them');
+  }
+  const out = {
+    initdb: path.join(shared, 'bin', 'initdb'),
+    pg_ctl: path.join(shared, 'bin', 'pg_ctl'),
+    postgres: path.join(shared, 'bin', 'postgres'),
+  };
+  if (!(await canReach(out.initdb, owner))) throw new Error(`the postgres user cannot run ${out.initdb}; set DATABASE_URL to a PostgreSQL server`);
+  return out;
+}
+
 /** A directory lock (mkdir is atomic); stale after 60 s so a killed holder can't block forever. */
 async function withLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   const lock = path.join(dir, 'lock');
@@ -152,15 +191,28 @@ async function canConnect(port: number): Promise<boolean> {
  * Starts (or joins) the embedded cluster under `baseDir` (data in baseDir/pgdata), bound to
  * 127.0.0.1 on a free port, with trust auth for local connections only.
  */
-export async function acquireEmbeddedPostgres(baseDir: string, log?: Log): Promise<EmbeddedPostgres> {
+export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Log): Promise<EmbeddedPostgres> {
+  mkdirSync(requestedBaseDir, { recursive: true });
+  const owner = await runAs();
+  const opts = owner ? { uid: owner.uid, gid: owner.gid } : {};
+  let bins = await loadBinaries();
+  let baseDir = requestedBaseDir;
+  if (owner) {
+    // The server runs as `postgres` when we are root: it must reach its binaries and data
+    // directory. A checkout under a private directory (mkdtemp, /root) can't be reached, so the
+    // binaries are copied once to a shared place and the data lives beside them.
+    chmodSync(baseDir, 0o711);
+    if (!(await canReach(bins.initdb, owner))) bins = await reachableBinaries(bins, owner, log);
+    if (!(await canReach(baseDir, owner))) {
+      baseDir = path.join(os.tmpdir(), `vcon-launch-data-${createHash('sha1').update(path.resolve(requestedBaseDir)).digest('hex').slice(0, 12)}`);
+      mkdirSync(baseDir, { recursive: true, mode: 0o711 });
+      chmodSync(baseDir, 0o711);
+      log?.warn({ requested: requestedBaseDir, using: baseDir }, 'the postgres user cannot reach the data directory; using a shared one');
+    }
+  }
   mkdirSync(path.join(baseDir, 'users'), { recursive: true });
   const pgdata = path.join(baseDir, 'pgdata');
   const usersDir = path.join(baseDir, 'users');
-  const bins = await loadBinaries();
-  const owner = await runAs();
-  const opts = owner ? { uid: owner.uid, gid: owner.gid } : {};
-  // The server runs as `postgres` when we are root: it must be able to reach its data directory.
-  if (owner) chmodSync(baseDir, 0o711);
 
   const port = await withLock(baseDir, async () => {
     if (!existsSync(path.join(pgdata, 'PG_VERSION'))) {
