@@ -158,6 +158,26 @@ export function createSearchRepo(db: Db) {
       return rows.map((r) => ({ uuid: r.uuid, vec: bytesToVector(r.vec) }));
     },
 
+    /**
+     * Sign codes of a space for the in-memory index: all of them, or those written after `since`.
+     * `code` is varbit_send's output (4-byte bit length, then the bytes).
+     */
+    async codes(space: VectorSpace, since: Date | null): Promise<{ uuid: string; created_at: Date; changed_at: Date; code: Buffer }[]> {
+      return db<{ uuid: string; created_at: Date; changed_at: Date; code: Buffer }[]>`
+        select vcon_uuid::text as uuid, created_at, changed_at, varbit_send(code) as code
+        from vcon_codes
+        where provider = ${space.id} and model = ${space.model} ${since ? db`and changed_at > ${since}` : db``}`;
+    },
+
+    /** vCon vectors of some vCons in one space (the exact rerank); deleted vCons are absent. */
+    async vconVectors(space: VectorSpace, uuids: string[]): Promise<{ uuid: string; vec: Float32Array }[]> {
+      if (uuids.length === 0) return [];
+      const rows = await db<{ uuid: string; vec: Buffer }[]>`
+        select vcon_uuid::text as uuid, vec from vcon_vectors
+        where vcon_uuid = any(${uuids}::uuid[]) and provider = ${space.id} and model = ${space.model}`;
+      return rows.map((r) => ({ uuid: r.uuid, vec: bytesToVector(r.vec) }));
+    },
+
     /** Unit vectors of the given vCons, in one space. */
     async unitVectors(space: VectorSpace, uuids: string[]): Promise<UnitVector[]> {
       if (uuids.length === 0) return [];

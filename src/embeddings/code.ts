@@ -22,6 +22,14 @@ function projection(dims: number): Int8Array {
   return p;
 }
 
+/** The code as bytes, bit i at the MSB-first bit of byte i >> 3 (the layout of varbit_send). */
+export function signCodeBytes(v: Float32Array): Uint8Array {
+  const bits = signCode(v);
+  const out = new Uint8Array(CODE_BITS / 8);
+  for (let b = 0; b < CODE_BITS; b++) if (bits[b] === '1') out[b >> 3] |= 0x80 >> (b & 7);
+  return out;
+}
+
 /** The code as a PostgreSQL bit-string literal ('0101…', CODE_BITS long). */
 export function signCode(v: Float32Array): string {
   const dims = v.length;

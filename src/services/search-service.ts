@@ -7,6 +7,8 @@ import { runHook, type Plugin, type SearchCriteria } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
 import type { MatchRow, SearchFilters, SearchRepo, VectorSpace } from '../db/search-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
+import { codeWords, createCodeIndex } from '../embeddings/code-index.js';
+import { signCodeBytes } from '../embeddings/code.js';
 
 export type SearchKind = 'content' | 'semantic' | 'hybrid';
 
@@ -48,7 +50,14 @@ export const MAX_QUERY_CHARS = 1000;
 /** Semantic and hybrid rank a bounded candidate list; pages must end inside it. */
 export const VECTOR_PAGING_CAP = 1000;
 /** vCons taken from the Hamming prefilter for the exact rerank (at least). */
-export const MIN_CANDIDATES = 300;
+export const MIN_CANDIDATES = 200;
+/** The in-memory code index is rebuilt from PostgreSQL this often (drops stale entries). */
+export const CODE_RELOAD_MS = 10 * 60_000;
+/**
+ * Catching up re-reads codes written this long before the newest one seen, so a write whose
+ * transaction committed a little after a later one is still picked up.
+ */
+export const CODE_OVERLAP_MS = 5_000;
 /** Reciprocal rank fusion constant (Cormack et al.): damps the head of each list. */
 export const RRF_K = 60;
 export const SNIPPET_CHARS = 300;
@@ -157,15 +166,60 @@ export function createSearchService(deps: SearchServiceDeps) {
     }
   }
 
+  // The candidate stage: the sign codes of this space, in memory, caught up before every query.
+  let index = createCodeIndex();
+  let loadedAt = 0;
+  let watermark = 0;
+  let fullLoad: Promise<void> | null = null;
+
+  async function syncCodes(): Promise<void> {
+    if (Date.now() - loadedAt > CODE_RELOAD_MS) {
+      fullLoad ??= (async () => {
+        const rows = await repo.codes(space(), null);
+        const fresh = createCodeIndex();
+        let newest = 0;
+        for (const r of rows) {
+          fresh.upsert(r.uuid, r.created_at.getTime(), codeWords(r.code.subarray(4)));
+          newest = Math.max(newest, r.changed_at.getTime());
+        }
+        index = fresh;
+        watermark = Math.max(watermark, newest);
+        loadedAt = Date.now();
+      })().finally(() => {
+        fullLoad = null;
+      });
+      await fullLoad;
+    }
+    // Always catch up, also after a shared full load that began before this request's own writes.
+    const rows = await repo.codes(space(), new Date(watermark - CODE_OVERLAP_MS));
+    for (const r of rows) {
+      index.upsert(r.uuid, r.created_at.getTime(), codeWords(r.code.subarray(4)));
+      watermark = Math.max(watermark, r.changed_at.getTime());
+    }
+  }
+
   /**
-   * The semantic ranking: Hamming prefilter in SQL, exact cosine of the vCon vectors here. The
-   * vCon vector (the mean of its unit vectors) ranked as well as the best unit on the labelled
-   * set and needs no unit vectors until the page is known.
+   * The semantic ranking: the nearest codes (in memory, or in SQL when filtering by tags), then the
+   * exact cosine of the vCon vectors read from PostgreSQL. The vCon vector (the mean of its unit
+   * vectors) ranked as well as the best unit on the labelled set and needs no unit vectors until
+   * the page is known.
    */
   async function semanticRanked(q: SearchQuery, depth: number): Promise<SemanticHit[]> {
     const vec = await embedQuery(q.q);
     const n = Math.max(deps.candidates ?? MIN_CANDIDATES, depth * 3);
-    const cands = await repo.vectorCandidates(space(), vec, q, n);
+    let cands: { uuid: string; vec: Float32Array }[];
+    if (q.tags && Object.keys(q.tags).length > 0) {
+      cands = await repo.vectorCandidates(space(), vec, q, n);
+    } else {
+      await syncCodes();
+      const uuids = index.nearest(codeWords(signCodeBytes(vec)), n, { from: q.start_date?.getTime(), to: q.end_date?.getTime() });
+      cands = await repo.vconVectors(space(), uuids);
+      // Deleted or re-embedded vCons have no vector here any more: forget them.
+      if (cands.length < uuids.length) {
+        const found = new Set(cands.map((c) => c.uuid));
+        for (const u of uuids) if (!found.has(u)) index.remove(u);
+      }
+    }
     return cands
       .map((c) => ({ uuid: c.uuid, score: dot(vec, c.vec) }))
       .filter((h) => h.score >= q.threshold)

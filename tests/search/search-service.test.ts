@@ -10,6 +10,9 @@ import { createEmbeddingProvider } from '../../src/embeddings/index.js';
 import { embedHashed } from '../../src/embeddings/hashing.js';
 import { internalCtx } from '../../src/services/context.js';
 import { loadRetrievalSet } from '../../scripts/embeddings/quality.js';
+import { createSearchRepo } from '../../src/db/search-repo.js';
+import { bytesToVector, signCodeBytes } from '../../src/embeddings/code.js';
+import { createSearchService } from '../../src/services/search-service.js';
 import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
 import { buildVcon } from './builders.js';
 
@@ -54,6 +57,22 @@ describe('labelled retrieval set through the SQL path', () => {
     expect(def).toBeGreaterThan(hashing);
     // Back to the default space for the other tests.
     await reembedGroup(t.sql, createEmbeddingProvider(configFor(t.schema)));
+  });
+
+  test('the in-memory codes match the stored ones, and a tight candidate budget keeps the top results', async () => {
+    const rows = await t.sql<{ code: Buffer; vec: Buffer }[]>`
+      select varbit_send(c.code) as code, v.vec from vcon_codes c join vcon_vectors v using (vcon_uuid) limit 5`;
+    for (const r of rows) expect([...r.code.subarray(4)]).toEqual([...signCodeBytes(bytesToVector(r.vec))]);
+    const provider = createEmbeddingProvider(configFor(t.schema));
+    const wide = createSearchService({ repo: createSearchRepo(t.sql), provider, plugins: [] });
+    // limit 1 → 6 candidates out of 45 vCons: the Hamming stage has to pick the right ones.
+    const tight = createSearchService({ repo: createSearchRepo(t.sql), provider, plugins: [], candidates: 1 });
+    let same = 0;
+    for (const q of set.queries) {
+      const [a, b] = await Promise.all([wide.semantic({ q: q.q, limit: 1 }, internalCtx), tight.semantic({ q: q.q, limit: 1 }, internalCtx)]);
+      if (a.results[0]?.uuid === b.results[0]?.uuid) same++;
+    }
+    expect(same / set.queries.length).toBeGreaterThanOrEqual(0.85);
   });
 
   test('a paraphrase with no shared keyword finds its conversation', async () => {
