@@ -53,7 +53,10 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 60_00
   }) as ServerProcess['proc'];
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const ready = (await Promise.race([
-    proc.getOneMessage({ filter: (m: any) => m?.type === 'ready' }),
+    proc.getOneMessage({ filter: (m: any) => m?.type === 'ready' }).catch(async () => {
+      const r = await proc;
+      throw new Error(`vcon-server exited (${r.exitCode ?? r.signal}) before ready:\n${err}`);
+    }),
     proc.then((r) => Promise.reject(new Error(`vcon-server exited (${r.exitCode ?? r.signal}) before ready:\n${err}`))),
     sleep(timeoutMs).then(() => Promise.reject(new Error(`vcon-server not ready after ${timeoutMs} ms:\n${err}`))),
   ])) as { url: string; pid: number };

@@ -1,0 +1,93 @@
+// `vcon-launch start` (foreground) with two groups under a write load: one group's child is
+// SIGKILLed twice. Each time it is serving again within the limit (measured from the kill to
+// the first 200 of /health at the registry's new URL) while the other group answers every
+// request, and no write either group acknowledged is lost.
+import { randomUUID } from 'node:crypto';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseUrl } from '../helpers/db.js';
+import { CLI, cliEnv, createWorkspace, KEY, waitFor, type Workspace } from '../launcher/helpers.js';
+import { request, sampleVcon, sleep, storedUuids, type Outcome } from './helpers.js';
+
+let ws: Workspace;
+let launcher: ReturnType<typeof execa>;
+let stderr = '';
+
+beforeAll(async () => {
+  ws = createWorkspace(['alpha', 'beta']);
+  launcher = execa(process.execPath, [CLI, 'start', '--group', 'alpha', '--group', 'beta'], { cwd: ws.dir, env: cliEnv(), extendEnv: false, reject: false });
+  launcher.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  await waitFor(() => Object.keys(ws.registry()).length === 2, 60_000);
+}, 90_000);
+
+afterAll(async () => {
+  if (launcher.exitCode === null) {
+    launcher.kill('SIGTERM');
+    await launcher;
+  }
+  await ws?.cleanup();
+});
+
+describe('a SIGKILLed child under the foreground supervisor', () => {
+  it('is serving again within 2 s, twice, while the other group answers every request', async () => {
+    const base = (g: string) => `${ws.registry()[g]?.url}/api/v1`;
+    let running = true;
+    const beta: Outcome[] = [];
+    const acked: Record<string, string[]> = { alpha: [], beta: [] };
+    let alphaRefused = 0;
+    const writer = (g: 'alpha' | 'beta') => async () => {
+      while (running) {
+        const doc = sampleVcon(randomUUID());
+        const o = await request(`${base(g)}/vcons`, { method: 'POST', json: doc, key: KEY, timeoutMs: 10_000 });
+        if (o.status === 201) acked[g].push(doc.uuid);
+        if (g === 'beta') beta.push(o);
+        else if (o.status !== 201) {
+          alphaRefused++;
+          await sleep(20);
+        }
+      }
+    };
+    const reader = async () => {
+      while (running) beta.push(await request(`${base('beta')}/vcons?limit=10`, { key: KEY, timeoutMs: 10_000 }));
+    };
+    const load = Promise.all([
+      ...Array.from({ length: 4 }, writer('alpha')),
+      ...Array.from({ length: 6 }, writer('beta')),
+      ...Array.from({ length: 2 }, reader),
+    ]);
+
+    const restarts: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      await sleep(3_000);
+      const before = ws.registry().alpha;
+      const t0 = Date.now();
+      process.kill(before.pid, 'SIGKILL');
+      await waitFor(async () => {
+        const e = ws.registry().alpha;
+        if (!e || e.pid === before.pid) return false;
+        return (await request(`${e.url}/api/v1/health`, { timeoutMs: 1_000 })).status === 200;
+      }, 15_000, 10);
+      restarts.push(Date.now() - t0);
+    }
+    await sleep(1_000);
+    running = false;
+    await load;
+
+    const betaFailures = beta.filter((o) => o.status !== 200 && o.status !== 201).map((o) => o.status || o.error);
+    const storedAlpha = await storedUuids(databaseUrl(), ws.schemas.alpha);
+    const storedBeta = await storedUuids(databaseUrl(), ws.schemas.beta);
+    console.log(
+      `[hardening] launcher SIGKILL: restarts ${JSON.stringify(restarts)} ms; beta requests ${beta.length}, failures ${betaFailures.length}; ` +
+        `alpha acknowledged ${acked.alpha.length} (present ${acked.alpha.filter((u) => storedAlpha.has(u)).length}), refused during restarts ${alphaRefused}; ` +
+        `beta acknowledged ${acked.beta.length} (present ${acked.beta.filter((u) => storedBeta.has(u)).length})`,
+    );
+    expect(restarts[0]).toBeLessThan(2_000);
+    expect(restarts[1]).toBeLessThan(2_000 + 500); // the second crash in a row waits out a 500 ms backoff
+    expect(betaFailures).toEqual([]);
+    expect(beta.length).toBeGreaterThan(50);
+    expect(acked.alpha.filter((u) => !storedAlpha.has(u))).toEqual([]);
+    expect(acked.beta.filter((u) => !storedBeta.has(u))).toEqual([]);
+    expect(stderr).toMatch(/group alpha crashed: pid \d+ was killed by SIGKILL; restarting in 0 ms/);
+    expect(launcher.exitCode).toBeNull();
+  });
+});
