@@ -125,6 +125,7 @@ describe('keys are per group', () => {
         }
       }
     }
+    console.log(`[isolation] ${probes} REST requests with the other group's keys: all 401`);
     expect(probes).toBeGreaterThan(100);
     // Nothing was written by the refused writes.
     for (const g of [a, b]) {
@@ -170,14 +171,17 @@ describe('keys are per group', () => {
 
 describe('REST with the group\'s own key', () => {
   it('every read route answers with this group\'s data only', async () => {
+    let probes = 0;
     for (const [self, other] of pairs()) {
       for (const p of readProbes(self, other)) {
+        probes++;
         const r = await self.api(p.path, { method: p.method, json: p.json });
         const what = `${p.method} ${p.path} on ${self.name}: ${r.text.slice(0, 300)}`;
         expect(r.status, what).toBe(p.status);
         expect(leaksIn(r.text, other, p.path + JSON.stringify(p.json ?? null)), what).toEqual([]);
       }
     }
+    console.log(`[isolation] ${probes} REST reads with the group's own key: no trace of the other group`);
   });
 
   it("reads of the shared uuid return this group's document, and searches for the other's words find nothing", async () => {
@@ -378,6 +382,7 @@ describe('MCP with the group\'s own key', () => {
       // Restore this group's copy.
       expect((await self.api('/vcons', { method: 'POST', json: documentFor(self.markers, SHARED) })).status).toBe(201);
     }
+    console.log(`[isolation] ${calls} MCP tool calls and resource reads with the group's own key: no trace of the other group`);
     expect(calls).toBeGreaterThan(80);
   });
 });
