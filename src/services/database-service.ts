@@ -250,6 +250,10 @@ const DANGEROUS_PREFIXES = [
   'pg_sleep', 'dblink', 'lo_', 'pg_read_', 'pg_ls_', 'pg_file_', 'pg_advisory', 'pg_try_advisory', 'pg_stat_reset',
   'pg_stat_statements_reset', 'pg_create_', 'pg_copy_', 'pg_logical_', 'pg_replication_origin_', 'binary_upgrade_',
   'query_to_xml', 'cursor_to_xml', 'table_to_xml', 'schema_to_xml', 'database_to_xml',
+  // Isolation: these run SQL text or read any relation by name, out of sight of the plan's
+  // relation check, so another group's words (ts_stat) or figures (sizes, statistics) could leak.
+  'ts_stat', 'ts_rewrite', 'pg_stat_get_', 'pg_relation_size', 'pg_total_relation_size', 'pg_table_size',
+  'pg_indexes_size', 'pg_relation_filenode', 'pg_relation_filepath',
 ];
 
 const isDangerous = (name: string) => DANGEROUS_EXACT.has(name) || DANGEROUS_PREFIXES.some((p) => name.startsWith(p));
