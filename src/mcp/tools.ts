@@ -1,5 +1,6 @@
 // The MCP tool table: one tool per REST operation (except batch), over the same services and the
 // same zod schemas. Names follow vcon-mcp where the meaning matches. Keep in sync with README § "MCP".
+import { healthBody } from '../services/health-service.js';
 import { z } from 'zod';
 import { InvalidParameterError, ValidationError } from '../domain/errors.js';
 import {
@@ -492,15 +493,7 @@ export const TOOLS: readonly ToolDef[] = [
     annotations: READ,
     operations: ['health.check'],
     run: async (_args, _ctx, env) => {
-      const h = await env.services.health.check();
-      return {
-        status: h.healthy ? 'healthy' : 'unhealthy',
-        database: h.healthy ? 'connected' : 'error',
-        schema: h.schema,
-        instance: h.instance,
-        version: h.version,
-        uptime_s: h.uptime_s,
-      };
+      return healthBody(await env.services.health.check());
     },
   },
 ];

@@ -40,3 +40,15 @@ export function createHealthService(deps: {
 }
 
 export type HealthService = ReturnType<typeof createHealthService>;
+
+/** The body both transports answer with (REST adds `success`); never the server version or host. */
+export function healthBody(h: HealthReport) {
+  return {
+    status: h.healthy ? ('healthy' as const) : ('unhealthy' as const),
+    database: h.healthy ? ('connected' as const) : ('error' as const),
+    schema: h.schema,
+    instance: h.instance,
+    version: h.version,
+    uptime_s: h.uptime_s,
+  };
+}

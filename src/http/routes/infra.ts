@@ -2,6 +2,7 @@ import type { Router } from 'express';
 import type { Config } from '../../config.js';
 import type { BuildInfo } from '../../version.js';
 import type { Services } from '../../services/index.js';
+import { healthBody } from '../../services/health-service.js';
 import { buildOpenApiDocument } from '../openapi.js';
 
 /** Routes that need no key: health, version, schema, openapi.json, examples (SPEC.md "Infrastructure"). */
@@ -11,15 +12,7 @@ export function registerInfraRoutes(router: Router, deps: { config: Config; serv
   router.get('/health', async (_req, res) => {
     const h = await services.health.check();
     res.setHeader('Cache-Control', 'no-store');
-    res.status(h.healthy ? 200 : 503).json({
-      success: h.healthy,
-      status: h.healthy ? 'healthy' : 'unhealthy',
-      database: h.healthy ? 'connected' : 'error',
-      schema: h.schema,
-      instance: h.instance,
-      version: h.version,
-      uptime_s: h.uptime_s,
-    });
+    res.status(h.healthy ? 200 : 503).json({ success: h.healthy, ...healthBody(h) });
   });
 
   router.get('/version', (_req, res) => {
