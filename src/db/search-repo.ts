@@ -162,11 +162,14 @@ export function createSearchRepo(db: Db) {
      * Sign codes of a space for the in-memory index: all of them, or those written after `since`.
      * `code` is varbit_send's output (4-byte bit length, then the bytes).
      */
-    async codes(space: VectorSpace, since: Date | null): Promise<{ uuid: string; created_at: Date; changed_at: Date; code: Buffer }[]> {
-      return db<{ uuid: string; created_at: Date; changed_at: Date; code: Buffer }[]>`
-        select vcon_uuid::text as uuid, created_at, changed_at, varbit_send(code) as code
+    async codes(space: VectorSpace, since: Date | null): Promise<{ now: Date; rows: { uuid: string; created_at: Date; code: Buffer }[] }> {
+      // The clock is read first: a later sync asks for everything changed since (minus an overlap).
+      const [{ now }] = await db<{ now: Date }[]>`select clock_timestamp() as now`;
+      const rows = await db<{ uuid: string; created_at: Date; code: Buffer }[]>`
+        select vcon_uuid::text as uuid, created_at, varbit_send(code) as code
         from vcon_codes
         where provider = ${space.id} and model = ${space.model} ${since ? db`and changed_at > ${since}` : db``}`;
+      return { now, rows };
     },
 
     /** vCon vectors of some vCons in one space (the exact rerank); deleted vCons are absent. */

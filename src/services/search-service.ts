@@ -54,10 +54,10 @@ export const MIN_CANDIDATES = 200;
 /** The in-memory code index is rebuilt from PostgreSQL this often (drops stale entries). */
 export const CODE_RELOAD_MS = 10 * 60_000;
 /**
- * Catching up re-reads codes written this long before the newest one seen, so a write whose
- * transaction committed a little after a later one is still picked up.
+ * Catching up re-reads codes written this long before the previous sync began, so a write whose
+ * transaction committed just after that sync read the table is still picked up.
  */
-export const CODE_OVERLAP_MS = 5_000;
+export const CODE_OVERLAP_MS = 2_000;
 /** Reciprocal rank fusion constant (Cormack et al.): damps the head of each list. */
 export const RRF_K = 60;
 export const SNIPPET_CHARS = 300;
@@ -169,21 +169,18 @@ export function createSearchService(deps: SearchServiceDeps) {
   // The candidate stage: the sign codes of this space, in memory, caught up before every query.
   let index = createCodeIndex();
   let loadedAt = 0;
-  let watermark = 0;
+  /** Database clock at the start of the last sync. */
+  let syncedAt = 0;
   let fullLoad: Promise<void> | null = null;
 
   async function syncCodes(): Promise<void> {
     if (Date.now() - loadedAt > CODE_RELOAD_MS) {
       fullLoad ??= (async () => {
-        const rows = await repo.codes(space(), null);
+        const { now, rows } = await repo.codes(space(), null);
         const fresh = createCodeIndex();
-        let newest = 0;
-        for (const r of rows) {
-          fresh.upsert(r.uuid, r.created_at.getTime(), codeWords(r.code.subarray(4)));
-          newest = Math.max(newest, r.changed_at.getTime());
-        }
+        for (const r of rows) fresh.upsert(r.uuid, r.created_at.getTime(), codeWords(r.code.subarray(4)));
         index = fresh;
-        watermark = Math.max(watermark, newest);
+        syncedAt = Math.max(syncedAt, now.getTime());
         loadedAt = Date.now();
       })().finally(() => {
         fullLoad = null;
@@ -191,11 +188,9 @@ export function createSearchService(deps: SearchServiceDeps) {
       await fullLoad;
     }
     // Always catch up, also after a shared full load that began before this request's own writes.
-    const rows = await repo.codes(space(), new Date(watermark - CODE_OVERLAP_MS));
-    for (const r of rows) {
-      index.upsert(r.uuid, r.created_at.getTime(), codeWords(r.code.subarray(4)));
-      watermark = Math.max(watermark, r.changed_at.getTime());
-    }
+    const { now, rows } = await repo.codes(space(), new Date(syncedAt - CODE_OVERLAP_MS));
+    for (const r of rows) index.upsert(r.uuid, r.created_at.getTime(), codeWords(r.code.subarray(4)));
+    syncedAt = Math.max(syncedAt, now.getTime());
   }
 
   /**
