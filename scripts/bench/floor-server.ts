@@ -43,8 +43,8 @@ const routes: [RegExp, string, (m: RegExpExecArray, u: URL, req: http.IncomingMe
   [/^\/vcons\/search\/content$/, 'GET', async (_m, u) => ({
     success: true,
     results: await sql`with q as (select websearch_to_tsquery('english', ${u.searchParams.get('q')!}) as query)
-      select su.vcon_uuid::text as uuid, max(ts_rank_cd(su.tsv, q.query, 32))::float8 as score
-      from search_units su, q where su.tsv @@ q.query group by su.vcon_uuid order by score desc limit 10`,
+      select vs.vcon_uuid::text as uuid, ts_rank_cd(vs.tsv, q.query, 32)::float8 as score
+      from vcon_search vs, q where vs.tsv @@ q.query order by score desc, vs.vcon_uuid desc limit 10`,
   })],
 ];
 

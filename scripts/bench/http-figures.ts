@@ -11,6 +11,8 @@ export interface RouteCase {
   /** Request path under the API base (the same for the server and the floor). */
   path?: () => string;
   body?: () => string;
+  /** Slow routes: rounds last at least this long, so that each completes some requests. */
+  minSeconds?: number;
   /** Goal on the req/s ratio. */
   goal?: Goal;
   note?: string;
@@ -28,7 +30,7 @@ export interface Targets {
 export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> {
   const server: LoadRound[] = [];
   const floor: LoadRound[] = [];
-  const spec = (url: string): LoadSpec => ({ url, method: c.method, connections: c.connections, seconds: t.seconds, path: c.path, body: c.body });
+  const spec = (url: string): LoadSpec => ({ url, method: c.method, connections: c.connections, seconds: Math.max(t.seconds, c.minSeconds ?? 0), path: c.path, body: c.body });
   for (let r = 0; r < t.rounds; r++) {
     if (r % 2 === 0) {
       server.push(await runAutocannon(spec(t.serverApi)));

@@ -47,8 +47,10 @@ async function spawnWithReady(
   const exited = child.then((r) => {
     throw new Error(`${name} exited before it was ready (code ${r.exitCode ?? r.signal}); see ${opts.logFile}:\n${tail(opts.logFile)}`);
   });
-  const ready = (await Promise.race([child.getOneMessage({ filter: (m) => (m as { type?: string }).type === 'ready' }), exited])) as { url: string };
   exited.catch(() => undefined);
+  // A child that dies first makes getOneMessage reject too: report the exit and its log instead.
+  const message = child.getOneMessage({ filter: (m) => (m as { type?: string }).type === 'ready' }).catch(() => exited);
+  const ready = (await Promise.race([message, exited])) as { url: string };
   let stopping: Promise<void> | undefined;
   return {
     name,

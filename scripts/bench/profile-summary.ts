@@ -1,6 +1,6 @@
 // Summarises a V8 .cpuprofile (node --cpu-prof, written by `npm run bench -- --profile`): self
 // time by function and by file or package, and inclusive time of the functions named with --focus.
-// Usage: node dist/scripts/bench/profile-summary.js <file.cpuprofile> [--top 25] [--focus name,...]
+// Usage: node dist/scripts/bench/profile-summary.js <file.cpuprofile> [--top 25] [--focus name,...] [--callers name]
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -22,7 +22,7 @@ const where = (url: string) => {
   return d ? d[1] : url || '(native)';
 };
 
-export function summariseProfile(p: Profile, opts: { top?: number; focus?: string[] } = {}): string {
+export function summariseProfile(p: Profile, opts: { top?: number; focus?: string[]; callers?: string } = {}): string {
   const top = opts.top ?? 25;
   const self = new Map<number, number>();
   p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000));
@@ -52,6 +52,17 @@ export function summariseProfile(p: Profile, opts: { top?: number; focus?: strin
     }
     inclusive.set(name, ms);
   }
+  // Self time of one function, split by the chain of its nearest three callers.
+  const callers = new Map<string, number>();
+  if (opts.callers) {
+    for (const [id, t] of self) {
+      if (byId.get(id)!.callFrame.functionName !== opts.callers) continue;
+      const chain: string[] = [];
+      for (let cur = parent.get(id); cur !== undefined && chain.length < 3; cur = parent.get(cur)) chain.push(fnKey(byId.get(cur)!));
+      const key = chain.join(' < ');
+      callers.set(key, (callers.get(key) ?? 0) + t);
+    }
+  }
   const table = (title: string, m: Map<string, number>) =>
     [title, ...[...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, ms]) => `${ms.toFixed(0).padStart(8)} ms ${((100 * ms) / total).toFixed(1).padStart(5)}%  ${k}`)].join('\n');
   return [
@@ -59,6 +70,7 @@ export function summariseProfile(p: Profile, opts: { top?: number; focus?: strin
     table('self time by file or package:', byFile),
     table('self time by function:', byFn),
     ...(inclusive.size ? [table('inclusive time of focus functions:', inclusive)] : []),
+    ...(callers.size ? [table(`callers of ${opts.callers}:`, callers)] : []),
   ].join('\n\n');
 }
 
@@ -74,7 +86,7 @@ if (invokedDirectly) {
   const args = process.argv.slice(2);
   const file = args.find((a) => !a.startsWith('--'));
   if (!file) {
-    process.stderr.write('usage: profile-summary <file.cpuprofile> [--top N] [--focus fn1,fn2]\n');
+    process.stderr.write('usage: profile-summary <file.cpuprofile> [--top N] [--focus fn1,fn2] [--callers fn]\n');
     process.exit(2);
   }
   const opt = (name: string) => {
@@ -82,5 +94,5 @@ if (invokedDirectly) {
     return i >= 0 ? args[i + 1] : undefined;
   };
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-  process.stdout.write(`${summariseProfile(profile, { top: Number(opt('--top') ?? 25), focus: opt('--focus')?.split(',') })}\n`);
+  process.stdout.write(`${summariseProfile(profile, { top: Number(opt('--top') ?? 25), focus: opt('--focus')?.split(','), callers: opt('--callers') })}\n`);
 }

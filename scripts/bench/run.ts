@@ -160,6 +160,16 @@ async function main(): Promise<void> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
 
+  /** Runs one section; a failure becomes a note and the run goes on (the bench reports, never fails). */
+  const section = async (name: string, fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch (err) {
+      notes.push(`section ${name} failed: ${(err as Error).message.split('\n')[0].slice(0, 300)}`);
+      log(`bench: section ${name} failed: ${(err as Error).stack ?? (err as Error).message}`);
+    }
+  };
+
   const server_version = String((await admin`show server_version`)[0].server_version);
   log(`bench ${opts.quick ? '(quick) ' : ''}${runId}: corpus ${opts.size} vCons, ${opts.rounds} rounds; run directory ${path.relative(process.cwd(), runDir)}`);
   if (loadStart[0] > 1.5) log(`note: load average ${loadStart[0].toFixed(2)}: the machine is busy, figures will be noisy`);
@@ -181,8 +191,9 @@ async function main(): Promise<void> {
     schemas.add(mainSchema);
     schemas.add(floorSchema);
     await admin.unsafe(`create schema "${floorSchema}"`);
-    floorSql = postgres(databaseUrl, { max: 1, onnotice: () => undefined, connection: { search_path: `"${floorSchema}"` } });
-    lz4 = (await createFloorTable(floorSql)).lz4;
+    const floorDb = postgres(databaseUrl, { max: 1, onnotice: () => undefined, connection: { search_path: `"${floorSchema}"` } });
+    floorSql = floorDb;
+    lz4 = (await createFloorTable(floorDb)).lz4;
     if (!lz4) notes.push('lz4 compression is unavailable on this PostgreSQL: the floor table uses pglz');
 
     const tStart = performance.now();
@@ -201,12 +212,12 @@ async function main(): Promise<void> {
 
     // 1. Batch ingest against the floor, into the fresh main schema.
     let stored = 0;
-    if (opts.sections.has('ingest')) {
+    if (opts.sections.has('ingest')) await section('ingest', async () => {
       log('batch ingest');
-      const r = await measureIngest({ api: mainApi, floorSql, seed: opts.seed, rounds: opts.rounds, perRound: opts.ingestPerRound, lz4, log });
+      const r = await measureIngest({ api: mainApi, floorSql: floorDb, seed: opts.seed, rounds: opts.rounds, perRound: opts.ingestPerRound, lz4, log });
       figures.push(r.figure);
       stored = r.stored;
-    }
+    });
 
     // 2. The read corpus: the search bench's kept corpus (full runs), or the main schema loaded
     //    to the corpus size through POST /vcons/batch (quick runs, or without that module).
@@ -214,18 +225,33 @@ async function main(): Promise<void> {
     let corpusServer = main;
     const shared = opts.corpus === 'shared' ? await loadSearchBench() : undefined;
     if (opts.corpus === 'shared' && !shared) notes.push(`${SEARCH_BENCH_JS} is missing: the corpus was loaded through HTTP instead`);
+    let useShared = false;
     if (shared) {
       log(`corpus: ${opts.size} vCons in schema ${SHARED_CORPUS_SCHEMA} (built once by the search bench, then kept)`);
-      const r = await shared.runSearchBench({ size: opts.size, schema: SHARED_CORPUS_SCHEMA, databaseUrl, requests: 30, log: (l) => log(`  search-bench: ${l}`) });
-      corpusSchema = SHARED_CORPUS_SCHEMA;
       corpus.source = `scripts/embeddings/bench-search.ts generateVcon, schema ${SHARED_CORPUS_SCHEMA} (kept between runs)`;
-      corpus.build_s = r.corpus.build_s ?? 'reused';
-      corpus.build_per_s = r.corpus.rate_per_s ?? 'reused';
-      corpus.search_units = r.corpus.units;
-      notes.push(
-        `search-bench cross-check (in-process server, one round of ${r.searches.content.requests} requests): ` +
-          (['content', 'semantic', 'hybrid'] as const).map((k) => `${k} p50 ${r.searches[k].p50_ms} / p95 ${r.searches[k].p95_ms} ms`).join(', '),
-      );
+      try {
+        const r = await shared.runSearchBench({ size: opts.size, schema: SHARED_CORPUS_SCHEMA, databaseUrl, requests: 30, log: (l) => log(`  search-bench: ${l}`) });
+        corpus.build_s = r.corpus.build_s ?? 'reused';
+        corpus.build_per_s = r.corpus.rate_per_s ?? 'reused';
+        corpus.search_units = r.corpus.units;
+        notes.push(
+          `search-bench cross-check (in-process server, one round of ${r.searches.content.requests} requests): ` +
+            (['content', 'semantic', 'hybrid'] as const).map((k) => `${k} p50 ${r.searches[k].p50_ms} / p95 ${r.searches[k].p95_ms} ms`).join(', '),
+        );
+      } catch (err) {
+        notes.push(`the search bench failed: ${(err as Error).message.split('\n')[0].slice(0, 300)}`);
+        log(`bench: the search bench failed: ${(err as Error).message}`);
+      }
+      const [{ n }] = await admin<{ n: number }[]>`select count(*)::int as n from pg_tables where schemaname = ${SHARED_CORPUS_SCHEMA} and tablename = 'vcons'`;
+      const have = n ? (await admin.unsafe(`select count(*)::int as n from "${SHARED_CORPUS_SCHEMA}".vcons`))[0].n : 0;
+      useShared = have >= opts.size;
+      if (!useShared) {
+        notes.push(`the kept corpus holds ${have} vCons, fewer than ${opts.size}: this run loaded its own through HTTP`);
+        delete corpus.source;
+      }
+    }
+    if (useShared) {
+      corpusSchema = SHARED_CORPUS_SCHEMA;
       const tc = performance.now();
       corpusServer = await startServer({ name: 'corpus', databaseUrl, schema: corpusSchema, runDir });
       children.push(corpusServer);
@@ -252,7 +278,7 @@ async function main(): Promise<void> {
     const randomUuid = () => uuids[(k = (k * 1103515245 + 12345) >>> 0) % uuids.length];
 
     // 3. Reads: GET by uuid, list pages, tag search, discovery.
-    if (opts.sections.has('routes')) {
+    if (opts.sections.has('routes')) await section('routes', async () => {
       log('routes');
       const pairs = TAG_KEYS.flatMap((key) => tagValues(key).map((v) => JSON.stringify({ [key]: v })));
       let t = 0;
@@ -266,18 +292,19 @@ async function main(): Promise<void> {
           note: offset >= uuids.length ? `offset beyond the ${uuids.length} vCons of the corpus` : undefined,
         })),
         { id: 'tags', label: 'GET /tags/search (1 pair)', connections: 8, path: () => `/tags/search?tags=${encodeURIComponent(pairs[t++ % pairs.length])}` },
-        { id: 'discovery', label: 'GET /discovery/analysis/types', connections: 8, path: () => '/discovery/analysis/types' },
+        { id: 'discovery', label: 'GET /discovery/analysis/types', connections: 8, minSeconds: uuids.length >= 10_000 ? 4 : undefined, path: () => '/discovery/analysis/types' },
       ];
       for (const c of cases) figures.push(...(await measureRoute(c, targets)));
-    }
+    });
 
     // 4. Search at the corpus size, then the memory of the instance that served it all.
-    if (opts.sections.has('search')) {
+    if (opts.sections.has('search')) await section('search', async () => {
       log('search');
       const r = await measureSearch({ serverApi: api, floorApi: floor.url, rounds: opts.rounds, passes: opts.searchPasses, corpusSize: uuids.length, quick: opts.quick, log });
       figures.push(...r.figures);
-    }
-    if (opts.sections.has('memory')) {
+      notes.push(...r.errors.map((e) => `search failed: ${e}`));
+    });
+    if (opts.sections.has('memory')) await section('memory', async () => {
       const rss = readRssMb(corpusServer.pid);
       figures.push(
         makeFigure({
@@ -290,10 +317,10 @@ async function main(): Promise<void> {
           note: `peak (VmHWM) ${readRssMb(corpusServer.pid, 'VmHWM').toFixed(0)} MB${corpusServer === main ? '' : '; this instance served the kept corpus (it did not ingest it)'}`,
         }),
       );
-    }
+    });
 
     // 5. Single creates (after search, so the search corpus is exactly the loaded one).
-    if (opts.sections.has('create')) {
+    if (opts.sections.has('create')) await section('create', async () => {
       log('create');
       const templates = Array.from({ length: 50 }, (_, i) => JSON.stringify(generateVcon(opts.seed + 1, i)));
       const parts = templates.map((s) => {
@@ -317,10 +344,10 @@ async function main(): Promise<void> {
           { ...targets, serverApi: mainApi },
         )),
       );
-    }
+    });
 
     // 6. Diagnostics: what request logging costs on the hottest read.
-    if (opts.sections.has('diagnostics')) {
+    if (opts.sections.has('diagnostics')) await section('diagnostics', async () => {
       log('diagnostics: GET /vcons/:uuid with LOG_LEVEL=warn (no per-request log lines)');
       await corpusServer.stop();
       const quiet = await startServer({ name: 'corpus-warn', databaseUrl, schema: corpusSchema, runDir, logLevel: 'warn' });
@@ -331,12 +358,12 @@ async function main(): Promise<void> {
       );
       figures.push(...r);
       await quiet.stop();
-    }
+    });
     await floor.stop();
     await Promise.all([main.stop(), corpusServer.stop()]);
 
     // 7. The launcher: 10 groups on this database.
-    if (opts.sections.has('launcher')) {
+    if (opts.sections.has('launcher')) await section('launcher', async () => {
       log('launcher');
       figures.push(
         ...(await measureLauncher({
@@ -349,7 +376,7 @@ async function main(): Promise<void> {
           log,
         })),
       );
-    }
+    });
   } catch (err) {
     notes.push(`the run stopped early: ${(err as Error).message.split('\n')[0]}`);
     log(`bench: ${(err as Error).stack ?? (err as Error).message}`);
@@ -368,7 +395,7 @@ async function main(): Promise<void> {
     figures,
     notes,
   };
-  if (opts.quick) notes.push(`quick mode: ${opts.size} vCons, not 100k; the search goals are for 100k`);
+  if (opts.size < 100_000) notes.push(`corpus of ${opts.size} vCons, not 100k: the search goals are for 100k`);
   const files = writeReport(report, opts.out);
   process.stdout.write(`\n${formatTable(report)}\n\n`);
   for (const n of notes) process.stdout.write(`note: ${n}\n`);
