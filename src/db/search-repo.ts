@@ -172,6 +172,27 @@ export function createSearchRepo(db: Db) {
       return { now, rows };
     },
 
+    /** How many vCons carry the rarest of these tags (an upper bound of the filter's matches). */
+    async tagCount(tags: Record<string, string>): Promise<number> {
+      const counts = await Promise.all(
+        Object.entries(tags).map(([k, v]) => db<{ n: number }[]>`select count(*)::int as n from vcon_tags where key = ${k} and value = ${v}`),
+      );
+      return Math.min(...counts.map(([r]) => r.n));
+    },
+
+    /** The uuids (in the given order) of those vCons that have every tag. */
+    async withTags(uuids: string[], tags: Record<string, string>): Promise<string[]> {
+      if (uuids.length === 0) return [];
+      const conds = Object.entries(tags).map(
+        ([k, v]) => db`and exists (select 1 from vcon_tags t where t.vcon_uuid = u.id and t.key = ${k} and t.value = ${v})`,
+      );
+      const rows = await db<{ uuid: string }[]>`
+        select u.id::text as uuid from unnest(${uuids}::uuid[]) with ordinality as u(id, ord)
+        where true ${conds.reduce((a, c) => db`${a} ${c}`, db``)}
+        order by u.ord`;
+      return rows.map((r) => r.uuid);
+    },
+
     /** vCon vectors of some vCons in one space (the exact rerank); deleted vCons are absent. */
     async vconVectors(space: VectorSpace, uuids: string[]): Promise<{ uuid: string; vec: Float32Array }[]> {
       if (uuids.length === 0) return [];

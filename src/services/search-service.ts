@@ -51,6 +51,8 @@ export const MAX_QUERY_CHARS = 1000;
 export const VECTOR_PAGING_CAP = 1000;
 /** vCons taken from the Hamming prefilter for the exact rerank (at least). */
 export const MIN_CANDIDATES = 200;
+/** A tag filter matching at most this many vCons is searched in SQL through the tag index. */
+export const SELECTIVE_TAG_VCONS = 5_000;
 /** The in-memory code index is rebuilt from PostgreSQL this often (drops stale entries). */
 export const CODE_RELOAD_MS = 10 * 60_000;
 /**
@@ -150,6 +152,8 @@ export interface SearchServiceDeps {
   plugins: readonly Plugin[];
   /** Candidates for the exact rerank (default MIN_CANDIDATES, more for deep pages). */
   candidates?: number;
+  /** Tag filters matching at most this many vCons take the SQL path (default SELECTIVE_TAG_VCONS). */
+  selectiveTagVcons?: number;
 }
 
 /** The three searches. Each returns one result per vCon, best first, with its best matches. */
@@ -203,11 +207,22 @@ export function createSearchService(deps: SearchServiceDeps) {
     const vec = await embedQuery(q.q);
     const n = Math.max(deps.candidates ?? MIN_CANDIDATES, depth * 3);
     let cands: { uuid: string; vec: Float32Array }[];
-    if (q.tags && Object.keys(q.tags).length > 0) {
+    const tagged = q.tags && Object.keys(q.tags).length > 0 ? q.tags : undefined;
+    const tagCount = tagged ? await repo.tagCount(tagged) : 0;
+    if (tagged && tagCount <= (deps.selectiveTagVcons ?? SELECTIVE_TAG_VCONS)) {
+      // A selective tag: SQL reaches its few vCons through the tag index and compares their codes.
       cands = await repo.vectorCandidates(space(), vec, q, n);
     } else {
       await syncCodes();
-      const uuids = index.nearest(codeWords(signCodeBytes(vec)), n, { from: q.start_date?.getTime(), to: q.end_date?.getTime() });
+      const window = { from: q.start_date?.getTime(), to: q.end_date?.getTime() };
+      let uuids: string[];
+      if (tagged) {
+        // A broad tag: take proportionally more nearest codes, keep those with the tags.
+        const widen = Math.min(index.size, Math.ceil((n * 1.5 * index.size) / Math.max(1, tagCount)));
+        uuids = (await repo.withTags(index.nearest(codeWords(signCodeBytes(vec)), widen, window), tagged)).slice(0, n);
+      } else {
+        uuids = index.nearest(codeWords(signCodeBytes(vec)), n, window);
+      }
       cands = await repo.vconVectors(space(), uuids);
       // Deleted or re-embedded vCons have no vector here any more: forget them.
       if (cands.length < uuids.length) {

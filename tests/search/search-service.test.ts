@@ -114,6 +114,23 @@ describe('vector spaces', () => {
     expect((await reembedGroup(t.sql, createEmbeddingProvider(configFor(t.schema)))).embedded).toBe(0);
   });
 
+  test('tag filters give the same answer through SQL (selective tag) and through the memory index (broad tag)', async () => {
+    const glove = createServices(t.sql, configFor(t.schema));
+    const docs = ['Lost luggage at the airport', 'Luggage delayed on my connecting flight', 'Suitcase damaged by the airline'].map((subject) =>
+      buildVcon({ subject, turns: [`${subject}, please help.`] }),
+    );
+    for (const d of docs) await glove.vcons.create(d, internalCtx);
+    await glove.tags.set(docs[1].uuid as string, 'desk', 'baggage', internalCtx);
+    await glove.tags.set(docs[2].uuid as string, 'desk', 'baggage', internalCtx);
+    const provider = createEmbeddingProvider(configFor(t.schema));
+    const broad = createSearchService({ repo: createSearchRepo(t.sql), provider, plugins: [], selectiveTagVcons: 0 });
+    const params = { q: 'luggage problem', tags: { desk: 'baggage' }, limit: 10 };
+    const viaSql = (await glove.search.semantic(params, internalCtx)).results.map((r) => r.uuid);
+    const viaMemory = (await broad.semantic(params, internalCtx)).results.map((r) => r.uuid);
+    expect(new Set(viaSql)).toEqual(new Set([docs[1].uuid, docs[2].uuid]));
+    expect(viaMemory).toEqual(viaSql);
+  });
+
   test('a tag write does not re-embed unchanged texts', async () => {
     const glove = createServices(t.sql, configFor(t.schema));
     const v = buildVcon({ subject: 'Seat upgrade', turns: ['Can I move to business class?'] });
