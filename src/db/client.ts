@@ -23,6 +23,10 @@ export function createSql(opts: SqlOptions): Sql {
   return postgres(opts.url, {
     max: opts.max ?? 10,
     connect_timeout: 5,
+    // postgres.js backs off up to 20 s between reconnects after repeated failures, and queries
+    // queued on a closed connection wait that long: after an outage the service would stall.
+    // Retry quickly instead (a refused connect costs nothing) and let the request fail as 503.
+    backoff: (attempts: number) => Math.min(0.05 * 2 ** attempts, 1),
     idle_timeout: 60,
     onnotice: () => {},
     transform: { undefined: null },
