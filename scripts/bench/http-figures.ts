@@ -21,6 +21,8 @@ export interface RouteCase {
 export interface Targets {
   serverApi: string;
   floorApi: string;
+  serverPid?: number;
+  floorPid?: number;
   rounds: number;
   seconds: number;
   log: (msg: string) => void;
@@ -30,7 +32,7 @@ export interface Targets {
 export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> {
   const server: LoadRound[] = [];
   const floor: LoadRound[] = [];
-  const spec = (url: string): LoadSpec => ({ url, method: c.method, connections: c.connections, seconds: Math.max(t.seconds, c.minSeconds ?? 0), path: c.path, body: c.body });
+  const spec = (url: string): LoadSpec => ({ url, pid: url === t.serverApi ? t.serverPid : t.floorPid, method: c.method, connections: c.connections, seconds: Math.max(t.seconds, c.minSeconds ?? 0), path: c.path, body: c.body });
   for (let r = 0; r < t.rounds; r++) {
     if (r % 2 === 0) {
       server.push(await runAutocannon(spec(t.serverApi)));
@@ -43,7 +45,7 @@ export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> 
     const f = floor[r];
     t.log(
       `  ${c.id} round ${r + 1}/${t.rounds}: server ${s.rps.toFixed(0)} req/s p50 ${s.p50.toFixed(1)} p95 ${s.p95.toFixed(1)} ms` +
-        `${s.errors ? ` (${s.errors} errors: ${JSON.stringify(s.statuses)})` : ''}; floor ${f.rps.toFixed(0)} req/s p50 ${f.p50.toFixed(1)} p95 ${f.p95.toFixed(1)} ms`,
+        `, ${s.cpuUs.toFixed(0)} µs CPU/req${s.errors ? ` (${s.errors} errors: ${JSON.stringify(s.statuses)})` : ''}; floor ${f.rps.toFixed(0)} req/s p50 ${f.p50.toFixed(1)} p95 ${f.p95.toFixed(1)} ms, ${f.cpuUs.toFixed(0)} µs CPU/req`,
     );
   }
   const errors = server.reduce((n, r) => n + r.errors, 0);
@@ -53,6 +55,15 @@ export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> 
   return [
     makeFigure({ id: `${c.id}.rps`, label: `${base} req/s`, unit: 'req/s', better: 'higher', rounds: server.map((x) => x.rps), floor: { label: floorLabel, rounds: floor.map((x) => x.rps) }, goal: c.goal, note }),
     makeFigure({ id: `${c.id}.p50`, label: `${base} p50`, unit: 'ms', better: 'lower', rounds: server.map((x) => x.p50), floor: { label: floorLabel, rounds: floor.map((x) => x.p50) } }),
+    makeFigure({
+      id: `${c.id}.cpu`,
+      label: `${c.label} server CPU/req`,
+      unit: 'µs',
+      better: 'lower',
+      rounds: server.map((x) => x.cpuUs),
+      floor: { label: floorLabel, rounds: floor.map((x) => x.cpuUs) },
+      note: 'CPU time of the server process per request, from /proc: robust to other load on the machine',
+    }),
     makeFigure({ id: `${c.id}.p95`, label: `${base} p95`, unit: 'ms', better: 'lower', rounds: server.map((x) => x.p95), floor: { label: floorLabel, rounds: floor.map((x) => x.p95) } }),
   ];
 }

@@ -1,10 +1,13 @@
 // Load generation: autocannon for closed-loop throughput at N connections (latencies recorded per
 // response, so p50/p95 are exact), and a plain sequential client for latency at concurrency 1.
 import autocannon from 'autocannon';
+import { readCpuMs } from './processes.js';
 import { percentile } from './stats.js';
 
 export interface LoadRound {
   rps: number;
+  /** CPU time the target process used per successful request, in µs (when its pid is known). */
+  cpuUs: number;
   p50: number;
   p95: number;
   requests: number;
@@ -23,6 +26,8 @@ export interface LoadSpec {
   path?: () => string;
   /** Body of each request (called once per request). */
   body?: () => string;
+  /** The target's pid, to measure its CPU time per request. */
+  pid?: number;
 }
 
 /** One closed-loop round with autocannon. */
@@ -50,11 +55,14 @@ export async function runAutocannon(spec: LoadSpec): Promise<LoadRound> {
     const cls = `${Math.floor(status / 100)}xx`;
     statuses[cls] = (statuses[cls] ?? 0) + 1;
   });
+  const cpu0 = spec.pid ? readCpuMs(spec.pid) : NaN;
   const result = await instance;
+  const cpu1 = spec.pid ? readCpuMs(spec.pid) : NaN;
   const ok = statuses['2xx'] ?? 0;
   const seconds = result.duration || spec.seconds;
   return {
     rps: ok / seconds,
+    cpuUs: ok > 0 ? ((cpu1 - cpu0) * 1000) / ok : NaN,
     p50: percentile(latencies, 50),
     p95: percentile(latencies, 95),
     requests: latencies.length,

@@ -27,6 +27,21 @@ export function readRssMb(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): numb
   }
 }
 
+/** CPU time (user + system) a process has used so far, in ms, from /proc; NaN when it is gone. */
+export function readCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat(5); here counted from field 3 (state).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+
+/** USER_HZ: 100 on every Linux configuration Node supports. */
+const CLOCK_TICKS = 100;
+
 async function spawnWithReady(
   name: string,
   file: string,

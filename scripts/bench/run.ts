@@ -273,7 +273,7 @@ async function main(): Promise<void> {
     const floor = await startFloorServer({ name: 'floor', databaseUrl, searchPath: `"${floorSchema}", "${corpusSchema}", extensions`, runDir });
     children.push(floor);
 
-    const targets = { serverApi: api, floorApi: floor.url, rounds: opts.rounds, seconds: opts.seconds, log };
+    const targets = { serverApi: api, floorApi: floor.url, serverPid: corpusServer.pid, floorPid: floor.pid, rounds: opts.rounds, seconds: opts.seconds, log };
     let k = 0;
     const randomUuid = () => uuids[(k = (k * 1103515245 + 12345) >>> 0) % uuids.length];
 
@@ -341,7 +341,7 @@ async function main(): Promise<void> {
             },
             path: () => '/vcons',
           },
-          { ...targets, serverApi: mainApi },
+          { ...targets, serverApi: mainApi, serverPid: main.pid },
         )),
       );
     });
@@ -354,7 +354,7 @@ async function main(): Promise<void> {
       children.push(quiet);
       const r = await measureRoute(
         { id: 'diag.get_warn', label: 'GET /vcons/:uuid, LOG_LEVEL=warn', connections: 32, path: () => `/vcons/${randomUuid()}`, note: 'diagnostic: request logging off' },
-        { ...targets, serverApi: `${quiet.url}/api/v1` },
+        { ...targets, serverApi: `${quiet.url}/api/v1`, serverPid: quiet.pid },
       );
       figures.push(...r);
       await quiet.stop();
