@@ -77,9 +77,7 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     for (let i = 0; i + 3 <= p.length; i++) out.push(p.slice(i, i + 3));
     return out;
   };
-  const correct = (w: string): number => {
-    const hit = memo.get(w);
-    if (hit !== undefined) return hit;
+  const buildSpelling = () => {
     if (!trigramIndex) {
       trigramIndex = new Map();
       const n = Math.min(SPELL_VOCAB, wv.words.length);
@@ -93,9 +91,15 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
         }
       }
     }
+    return trigramIndex;
+  };
+  const correct = (w: string): number => {
+    const hit = memo.get(w);
+    if (hit !== undefined) return hit;
+    const postings = buildSpelling();
     const grams = trigrams(w);
     const shared = new Map<number, number>();
-    for (const t of grams) for (const i of trigramIndex.get(t) ?? []) shared.set(i, (shared.get(i) ?? 0) + 1);
+    for (const t of grams) for (const i of postings.get(t) ?? []) shared.set(i, (shared.get(i) ?? 0) + 1);
     const maxDist = w.length >= 7 ? 2 : 1;
     const need = Math.max(1, Math.floor(grams.length / 3));
     let best = -1;
@@ -160,7 +164,12 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     return normalize(out);
   }
 
-  return { encode, encodeGlove, dimensions: total, options: o };
+  /** Builds the spelling index now (~0.15 s) instead of on the first unknown word. */
+  const prepare = () => {
+    if (o.spelling) buildSpelling();
+  };
+
+  return { encode, encodeGlove, prepare, dimensions: total, options: o };
 }
 
 /**
@@ -171,7 +180,11 @@ export function createGloveProvider(load: () => Promise<WordVectors>, options: S
   const o = { ...DEFAULTS, ...options };
   let encoder: Promise<ReturnType<typeof createSifEncoder>> | undefined;
   const ready = () => {
-    encoder ??= load().then((wv) => createSifEncoder(wv, o));
+    encoder ??= load().then((wv) => {
+      const enc = createSifEncoder(wv, o);
+      enc.prepare();
+      return enc;
+    });
     // A failed load is retried on the next call instead of failing forever.
     encoder.catch(() => {
       encoder = undefined;
