@@ -62,7 +62,7 @@ function rng(seed: number) {
   };
 }
 
-/** One realistic vCon (~3–6 KB): parties, a recording reference, text turns, transcript, summary, tags. */
+/** One realistic vCon (~2–5 KB): a call (recording, transcript) or a chat (text turns), a summary, tags. */
 export function generateVcon(i: number): Record<string, unknown> {
   const r = rng(i + 1);
   const pick = <T>(a: T[]) => a[Math.floor(r() * a.length)];
@@ -82,18 +82,20 @@ export function generateVcon(i: number): Record<string, unknown> {
     turns.push(fill(r() < 0.6 ? pick(own) : pick(FILLER)));
   }
   const transcript = turns.map((t, k) => `${k % 2 === 0 ? name : agent}: ${t}`).join('\n');
+  // Calls carry a recording and its transcript; chats carry their turns as text dialogs.
+  const call = r() < 0.6;
+  const duration = 60 + Math.floor(r() * 900);
   return {
     vcon: '0.3.0',
     uuid: randomUUID(),
     created_at: created,
     subject: `${pick(topic.subject)} - ${product}`,
     parties: [{ name, mailto: email, tel: `+1555${String(1_000_000 + i).slice(-7)}` }, { name: agent, role: 'agent' }],
-    dialog: [
-      { type: 'recording', start: created, parties: [0, 1], duration: 60 + Math.floor(r() * 900), mediatype: 'audio/x-wav', url: `https://media.example.com/calls/${i}.wav` },
-      ...turns.map((body, k) => ({ type: 'text', start: created, parties: [k % 2], originator: k % 2, mediatype: 'text/plain', encoding: 'none', body })),
-    ],
+    dialog: call
+      ? [{ type: 'recording', start: created, parties: [0, 1], duration, mediatype: 'audio/x-wav', url: `https://media.example.com/calls/${i}.wav` }]
+      : turns.map((body, k) => ({ type: 'text', start: created, parties: [k % 2], originator: k % 2, mediatype: 'text/plain', encoding: 'none', body })),
     analysis: [
-      { type: 'transcript', vendor: 'bench', dialog: 0, encoding: 'json', body: JSON.stringify({ transcript, confidence: 0.9 }) },
+      ...(call ? [{ type: 'transcript', vendor: 'bench', dialog: 0, encoding: 'json', body: JSON.stringify({ transcript, confidence: 0.9 }) }] : []),
       { type: 'summary', vendor: 'bench', dialog: 0, encoding: 'none', body: fill(topic.summary) },
     ],
     attachments: [{ purpose: 'tags', encoding: 'json', body: [`topic:${topic.subject[0].toLowerCase().replace(/ /g, '_')}`, `priority:${pick(['low', 'normal', 'high'])}`] }],
@@ -115,7 +117,7 @@ export async function runSearchBench(opts: SearchBenchOptions = {}): Promise<Sea
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const size = opts.size ?? (opts.quick ? 5_000 : 100_000);
   const requests = opts.requests ?? (opts.quick ? 60 : 300);
-  const schema = opts.schema ?? (opts.quick ? 'bench_search_quick' : 'bench_search');
+  const schema = opts.schema ?? (opts.quick ? 'bench_search_quick2' : 'bench_search2');
   const base = loadConfig();
   const embedded = (opts.databaseUrl ?? base.db.url) ? undefined : await acquireEmbeddedPostgres(path.join(base.dataDir, 'embedded'));
   const url = opts.databaseUrl ?? base.db.url ?? embedded!.url;
