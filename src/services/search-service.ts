@@ -443,7 +443,9 @@ export function createEmbeddingWorker(deps: {
       running = drainOnce();
       n = await running;
     } catch (err) {
-      if (!stopped) log.warn({ err: (err as Error).message }, 'embedding worker round failed');
+      // The instance closed its pool: nothing more to drain in this process.
+      if ((err as { code?: string }).code === 'CONNECTION_ENDED') stopped = true;
+      else if (!stopped) log.warn({ err: (err as Error).message }, 'embedding worker round failed');
     } finally {
       running = undefined;
     }
