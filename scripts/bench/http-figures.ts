@@ -33,6 +33,9 @@ export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> 
   const server: LoadRound[] = [];
   const floor: LoadRound[] = [];
   const spec = (url: string): LoadSpec => ({ url, pid: url === t.serverApi ? t.serverPid : t.floorPid, method: c.method, connections: c.connections, seconds: Math.max(t.seconds, c.minSeconds ?? 0), path: c.path, body: c.body });
+  // One short unmeasured round each: JIT, plan and connection warm-up.
+  await runAutocannon({ ...spec(t.serverApi), seconds: 0.5 });
+  await runAutocannon({ ...spec(t.floorApi), seconds: 0.5 });
   for (let r = 0; r < t.rounds; r++) {
     if (r % 2 === 0) {
       server.push(await runAutocannon(spec(t.serverApi)));

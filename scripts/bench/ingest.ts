@@ -1,6 +1,7 @@
 // Batch ingest against its floor, and the bulk load of the rest of the corpus.
 import type { Sql } from 'postgres';
 import { generateVcon } from './corpus.js';
+import { readCpuMs } from './processes.js';
 import { makeFigure, type Figure } from './stats.js';
 
 export const BATCH = 100;
@@ -35,9 +36,12 @@ export async function measureIngest(opts: {
   rounds: number;
   perRound: number;
   lz4: boolean;
+  /** The server's pid, for its CPU time per vCon. */
+  serverPid?: number;
   log: (msg: string) => void;
-}): Promise<{ figure: Figure; stored: number }> {
+}): Promise<{ figures: Figure[]; stored: number }> {
   const server: number[] = [];
+  const serverCpu: number[] = [];
   const floor: number[] = [];
   let next = 0;
   for (let r = 0; r < opts.rounds; r++) {
@@ -47,8 +51,10 @@ export async function measureIngest(opts: {
     for (let i = 0; i < docs.length; i += BATCH) bodies.push(JSON.stringify(docs.slice(i, i + BATCH)));
     const runServer = async () => {
       const t0 = performance.now();
+      const cpu0 = opts.serverPid ? readCpuMs(opts.serverPid) : NaN;
       for (const b of bodies) await postBatch(opts.api, b);
       server.push(docs.length / ((performance.now() - t0) / 1000));
+      serverCpu.push(((opts.serverPid ? readCpuMs(opts.serverPid) : NaN) - cpu0) / docs.length);
     };
     const runFloor = async () => {
       const t0 = performance.now();
@@ -77,7 +83,15 @@ export async function measureIngest(opts: {
     floor: { label: `postgres.js sql(rows) into bare jsonb${opts.lz4 ? ' lz4' : ' (pglz: lz4 unavailable)'} table`, rounds: floor },
     goal: { kind: 'ratio', min: 0.5 },
   });
-  return { figure, stored: next };
+  const cpu = makeFigure({
+    id: 'ingest.batch.cpu',
+    label: 'POST /vcons/batch server CPU per vCon',
+    unit: 'ms',
+    better: 'lower',
+    rounds: serverCpu,
+    note: 'CPU time of the server process per stored vCon (PostgreSQL not included), from /proc',
+  });
+  return { figures: [figure, cpu], stored: next };
 }
 
 /** Loads vCons [from, to) through POST /vcons/batch with `writers` concurrent writers. */

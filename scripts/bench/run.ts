@@ -36,6 +36,7 @@ interface Options {
   launcherRounds: number;
   sections: Set<Section>;
   corpus: 'own' | 'shared';
+  freshCorpus: boolean;
   profile: boolean;
   keep: boolean;
   out: string;
@@ -46,8 +47,9 @@ const USAGE = `Usage: npm run bench [-- options]
   --quick            sanity run in under 2 minutes (small corpus, short rounds)
   --size <n>         read/search corpus size (default 100000; quick 1000)
   --corpus own|shared
-                     shared (default): the search bench's corpus, built once and kept in schema
-                     bench_search; own (quick default): this run's corpus, loaded over HTTP
+                     shared (default): built once with the search bench's generator and kept in
+                     schema bench_kept_corpus_<size>; own (quick default): this run's, over HTTP
+  --fresh-corpus     drop the kept corpus first and rebuild it (its build time is reported)
   --rounds <n>       rounds per figure (default 5; quick 3)
   --seconds <s>      seconds per load round (default 2; quick 0.5)
   --seed <n>         corpus seed (default 20250101)
@@ -85,6 +87,7 @@ function parseOptions(argv: string[]): Options {
     launcherRounds: quick ? 1 : 2,
     sections,
     corpus: (value('--corpus') ?? (quick ? 'own' : 'shared')) === 'own' ? 'own' : 'shared',
+    freshCorpus: argv.includes('--fresh-corpus'),
     profile: argv.includes('--profile'),
     keep: argv.includes('--keep'),
     out: path.resolve(value('--out') ?? path.join(packageRoot, 'tests', 'bench', 'results')),
@@ -93,7 +96,8 @@ function parseOptions(argv: string[]): Options {
 
 /** The search bench of scripts/embeddings (issue 5), loaded at run time so the bench still runs without it. */
 const SEARCH_BENCH_JS = 'dist/scripts/embeddings/bench-search.js';
-const SHARED_CORPUS_SCHEMA = 'bench_search';
+/** The kept read/search corpus of a size: the bench's own schema, so no other run drops it mid-way. */
+const keptCorpusSchema = (size: number) => `bench_kept_corpus_${size}`;
 
 interface SearchBenchModule {
   runSearchBench(opts: { size?: number; requests?: number; schema?: string; databaseUrl?: string; log?: (line: string) => void }): Promise<{
@@ -214,8 +218,8 @@ async function main(): Promise<void> {
     let stored = 0;
     if (opts.sections.has('ingest')) await section('ingest', async () => {
       log('batch ingest');
-      const r = await measureIngest({ api: mainApi, floorSql: floorDb, seed: opts.seed, rounds: opts.rounds, perRound: opts.ingestPerRound, lz4, log });
-      figures.push(r.figure);
+      const r = await measureIngest({ api: mainApi, floorSql: floorDb, seed: opts.seed, rounds: opts.rounds, perRound: opts.ingestPerRound, lz4, serverPid: main.pid, log });
+      figures.push(...r.figures);
       stored = r.stored;
     });
 
@@ -226,8 +230,10 @@ async function main(): Promise<void> {
     const shared = opts.corpus === 'shared' ? await loadSearchBench() : undefined;
     if (opts.corpus === 'shared' && !shared) notes.push(`${SEARCH_BENCH_JS} is missing: the corpus was loaded through HTTP instead`);
     let useShared = false;
+    const SHARED_CORPUS_SCHEMA = keptCorpusSchema(opts.size);
     if (shared) {
-      log(`corpus: ${opts.size} vCons in schema ${SHARED_CORPUS_SCHEMA} (built once by the search bench, then kept)`);
+      if (opts.freshCorpus) await admin.unsafe(`drop schema if exists "${SHARED_CORPUS_SCHEMA}" cascade`);
+      log(`corpus: ${opts.size} vCons in schema ${SHARED_CORPUS_SCHEMA} (built once with the search bench's generator, then kept)`);
       corpus.source = `scripts/embeddings/bench-search.ts generateVcon, schema ${SHARED_CORPUS_SCHEMA} (kept between runs)`;
       try {
         const r = await shared.runSearchBench({ size: opts.size, schema: SHARED_CORPUS_SCHEMA, databaseUrl, requests: 30, log: (l) => log(`  search-bench: ${l}`) });
@@ -245,6 +251,7 @@ async function main(): Promise<void> {
       const [{ n }] = await admin<{ n: number }[]>`select count(*)::int as n from pg_tables where schemaname = ${SHARED_CORPUS_SCHEMA} and tablename = 'vcons'`;
       const have = n ? (await admin.unsafe(`select count(*)::int as n from "${SHARED_CORPUS_SCHEMA}".vcons`))[0].n : 0;
       useShared = have >= opts.size;
+      if (useShared) await admin.unsafe(`comment on schema "${SHARED_CORPUS_SCHEMA}" is 'kept by npm run bench: the read/search corpus (drop it, or run with --fresh-corpus, to rebuild)'`);
       if (!useShared) {
         notes.push(`the kept corpus holds ${have} vCons, fewer than ${opts.size}: this run loaded its own through HTTP`);
         delete corpus.source;
