@@ -44,32 +44,45 @@ const tagsSig = (tags: TagRow[]) =>
 export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
-  /** Rewrites every derived row of the given vCons (same transaction as the document write). */
-  async function writeDerived(items: StoredVcon[]): Promise<void> {
-    const uuids = items.map((i) => i.uuid);
-    await db`delete from vcon_parties where vcon_uuid = any(${uuids}::uuid[])`;
-    await db`delete from vcon_dialogs where vcon_uuid = any(${uuids}::uuid[])`;
-    await db`delete from vcon_analyses where vcon_uuid = any(${uuids}::uuid[])`;
-    await db`delete from vcon_attachments where vcon_uuid = any(${uuids}::uuid[])`;
-    await db`delete from vcon_tags where vcon_uuid = any(${uuids}::uuid[])`;
-    await db`delete from search_units where vcon_uuid = any(${uuids}::uuid[])`;
+  /**
+   * Rewrites every derived row of the given vCons (same transaction as the document write): old
+   * rows of replaced vCons go, then every table's new rows go in one statement, each table's rows
+   * as one JSON parameter (far cheaper to bind than thousands of scalar parameters).
+   */
+  async function writeDerived(items: StoredVcon[], replaced: string[]): Promise<void> {
+    if (replaced.length > 0) {
+      await db`
+        with p as (delete from vcon_parties where vcon_uuid = any(${replaced}::uuid[])),
+             d as (delete from vcon_dialogs where vcon_uuid = any(${replaced}::uuid[])),
+             a as (delete from vcon_analyses where vcon_uuid = any(${replaced}::uuid[])),
+             t as (delete from vcon_attachments where vcon_uuid = any(${replaced}::uuid[])),
+             g as (delete from vcon_tags where vcon_uuid = any(${replaced}::uuid[]))
+        delete from search_units where vcon_uuid = any(${replaced}::uuid[])`;
+    }
     const rows = <T extends object>(pick: (d: Derived) => T[]) =>
-      items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r })));
-    // Chunked: postgres.js allows at most 65,534 parameters per statement.
-    const insert = async (table: string, list: object[]) => {
-      if (list.length === 0) return;
-      const width = Object.keys(list[0]).length;
-      const per = Math.max(1, Math.floor(60_000 / width));
-      for (let i = 0; i < list.length; i += per) {
-        await db`insert into ${db(table)} ${db(list.slice(i, i + per) as Record<string, unknown>[])}`;
-      }
-    };
-    await insert('vcon_parties', rows((d) => d.parties));
-    await insert('vcon_dialogs', rows((d) => d.dialogs));
-    await insert('vcon_analyses', rows((d) => d.analyses));
-    await insert('vcon_attachments', rows((d) => d.attachments));
-    await insert('vcon_tags', rows((d) => d.tags));
-    await insert('search_units', rows((d) => d.units));
+      items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))) as never;
+    await db`
+      with p as (
+        insert into vcon_parties (vcon_uuid, idx, name, tel, mailto, party_uuid)
+        select * from json_to_recordset(${rows((d) => d.parties)}::json)
+          as x(vcon_uuid uuid, idx int, name text, tel text, mailto text, party_uuid text)),
+      d as (
+        insert into vcon_dialogs (vcon_uuid, idx, type, start_at, duration, mediatype, encoding, body_bytes)
+        select * from json_to_recordset(${rows((d) => d.dialogs)}::json)
+          as x(vcon_uuid uuid, idx int, type text, start_at timestamptz, duration double precision, mediatype text, encoding text, body_bytes int)),
+      a as (
+        insert into vcon_analyses (vcon_uuid, idx, type, vendor, product, schema, encoding, body_bytes)
+        select * from json_to_recordset(${rows((d) => d.analyses)}::json)
+          as x(vcon_uuid uuid, idx int, type text, vendor text, product text, schema text, encoding text, body_bytes int)),
+      t as (
+        insert into vcon_attachments (vcon_uuid, idx, purpose, type, encoding, mediatype, body_bytes)
+        select * from json_to_recordset(${rows((d) => d.attachments)}::json)
+          as x(vcon_uuid uuid, idx int, purpose text, type text, encoding text, mediatype text, body_bytes int)),
+      g as (
+        insert into vcon_tags (vcon_uuid, key, value)
+        select * from json_to_recordset(${rows((d) => d.tags)}::json) as x(vcon_uuid uuid, key text, value text))
+      insert into search_units (vcon_uuid, source, idx, body)
+      select * from json_to_recordset(${rows((d) => d.units)}::json) as x(vcon_uuid uuid, source text, idx int, body text)`;
     for (const w of extraWriters) await w(db, items);
   }
 
@@ -105,7 +118,7 @@ export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
             when excluded.tags_sig is distinct from v.tags_sig then now()
             else v.tags_updated_at end
         returning uuid::text, (xmax = 0) as created`;
-      await writeDerived(items);
+      await writeDerived(items, result.filter((r) => !r.created).map((r) => r.uuid));
       return new Map(result.map((r) => [r.uuid, r.created]));
     },
 

@@ -27,7 +27,8 @@ export interface Derived {
 export const MAX_UNIT_CHARS = 100_000;
 
 // PostgreSQL text can't hold NUL: derived copies drop it (the stored document keeps it, escaped).
-const noNul = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s);
+// Lone surrogates (invalid UTF-16) become U+FFFD: PostgreSQL can't store them as text either.
+const noNul = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s).toWellFormed();
 const str = (v: unknown): string | null => (typeof v === 'string' ? noNul(v) : null);
 /** Classification values (types, purposes, vendors) are indexed: keep them short enough for a btree. */
 export const MAX_LABEL_CHARS = 200;

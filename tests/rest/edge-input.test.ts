@@ -22,6 +22,16 @@ describe('edge input', () => {
     expect(tag.status).toBe(400);
   });
 
+  it('stores lone surrogates (invalid UTF-16) without a 500', async () => {
+    const body = '{"subject":"half \\ud800 pair","parties":[{"name":"x\\udfffy"}],"attachments":[{"purpose":"tags","body":["k:\\ud800"]}]}';
+    const c = await s.api('/vcons', { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    expect(c.status).toBe(201);
+    const g = await s.api(`/vcons/${c.body.uuid}`);
+    expect(g.status).toBe(200);
+    expect((await s.api(`/vcons/${c.body.uuid}/tags`)).status).toBe(200);
+    expect((await s.api('/vcons?subject=half')).body.data.map((d: any) => d.uuid)).toContain(c.body.uuid);
+  });
+
   it('rejects year 0000 dates with 400', async () => {
     const r = await s.api('/vcons', { method: 'POST', json: { created_at: '0000-01-01T00:00:00Z' } });
     expect(r.status).toBe(400);
