@@ -47,10 +47,10 @@ export interface Instance {
 }
 
 /** Wires the services of one instance over a pinned pool. Exported for tests and tools. */
-export function createServices(sql: Sql, config: Config, plugins: readonly Plugin[] = []): Services {
+export function createServices(sql: Sql, config: Config, plugins: readonly Plugin[] = [], log?: Logger): Services {
   const buildInfo = getBuildInfo();
   // Search (issue #5): embeddings are written by a DerivedWriter inside every write transaction.
-  const searchLog = createLogger(config).child({ component: 'search' });
+  const searchLog = (log ?? createLogger(config)).child({ component: 'search' });
   const embedder = createEmbeddingProvider(config, searchLog);
   const vectorWriter = createVectorWriter(embedder);
   const transact = createTransactor(sql, [vectorWriter]);
@@ -115,7 +115,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
   try {
     await migrate(sql, config.db.schema, { log });
     const plugins = await loadPlugins(config.plugins, log);
-    const services = createServices(sql, config, plugins);
+    const services = createServices(sql, config, plugins, log);
     if (config.auth.required && config.rest.enabled) {
       if (config.auth.keys.length === 0 && config.auth.readOnlyKeys.length === 0) {
         log.warn('API_AUTH_REQUIRED is true but no API_KEYS are set: every authenticated route answers 503');

@@ -125,6 +125,8 @@ export async function migrate(
     if (!ns) await tx.unsafe(`create schema ${q}`);
     // Pin this transaction's path to the group's schema so migrations can use unqualified names.
     await tx.unsafe(`set local search_path to ${q}, extensions`);
+    // A migration may backfill a large group: the pool's statement timeout is for requests.
+    await tx.unsafe('set local statement_timeout = 0');
     await tx.unsafe(`create table if not exists ${q}.schema_migrations (
       version integer primary key,
       name text not null,
