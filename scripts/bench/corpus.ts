@@ -242,3 +242,31 @@ export const SEARCH_QUERIES = [
   'wifi keeps disconnecting',
   'reimbursement after the warehouse receives it',
 ];
+
+/**
+ * Queries for the kept corpus, which the search bench's generator builds (its vocabulary: refunds,
+ * logins, parcels, billing, internet, subscriptions, claims, appointments, fraud, repairs). Used
+ * when that module does not export its own query set.
+ */
+export const SEARCH_BENCH_QUERIES = [
+  'refund',
+  'blender refund',
+  'password reset',
+  '"double charge"',
+  'parcel lost courier',
+  'router firmware',
+  'cancel subscription',
+  'water damage claim',
+  'warranty repair laptop',
+  'card blocked -dispute',
+  'money returned for a broken kitchen appliance',
+  'I cannot sign in',
+  'my package never came',
+  'charged two times',
+  'internet keeps dropping',
+  'stop my membership renewal',
+  'someone crashed into my car',
+  'fraudulent purchases abroad',
+  'refnud',
+  'technician visit OR adjuster',
+];

@@ -8,7 +8,7 @@ export interface BenchReport {
   date: string;
   mode: 'quick' | 'full';
   machine: { cpus: number; node: string; loadavg_start: number[]; loadavg_end: number[]; quiet: boolean };
-  database: { kind: 'url' | 'embedded'; label: string; lz4: boolean; server_version: string };
+  database: { kind: 'url' | 'embedded'; label: string; lz4: boolean; server_version: string; autovacuum: string };
   corpus: Record<string, unknown>;
   seconds: number;
   figures: Figure[];

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import postgres, { type Sql } from 'postgres';
 import { packageRoot } from '../../src/paths.js';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from '../../src/db/embedded.js';
-import { generateVcon, TAG_KEYS, tagValues } from './corpus.js';
+import { generateVcon, SEARCH_BENCH_QUERIES, TAG_KEYS, tagValues } from './corpus.js';
 import { createFloorTable, loadCorpus, measureIngest } from './ingest.js';
 import { measureRoute, type RouteCase } from './http-figures.js';
 import { measureSearch } from './search.js';
@@ -100,6 +100,8 @@ const SEARCH_BENCH_JS = 'dist/scripts/embeddings/bench-search.js';
 const keptCorpusSchema = (size: number) => `bench_kept_corpus_${size}`;
 
 interface SearchBenchModule {
+  /** The search bench's query set, when it exports one. */
+  QUERIES?: readonly string[];
   runSearchBench(opts: { size?: number; requests?: number; schema?: string; databaseUrl?: string; log?: (line: string) => void }): Promise<{
     corpus: { vcons: number; units: number; built: number; build_s: number | null; rate_per_s: number | null };
     searches: Record<'content' | 'semantic' | 'hybrid', { requests: number; p50_ms: number; p95_ms: number }>;
@@ -175,6 +177,8 @@ async function main(): Promise<void> {
   };
 
   const server_version = String((await admin`show server_version`)[0].server_version);
+  const autovacuum = String((await admin`show autovacuum`)[0].autovacuum);
+  if (autovacuum !== 'on') notes.push(`autovacuum is ${autovacuum} on this PostgreSQL: the bench vacuums the read corpus itself`);
   log(`bench ${opts.quick ? '(quick) ' : ''}${runId}: corpus ${opts.size} vCons, ${opts.rounds} rounds; run directory ${path.relative(process.cwd(), runDir)}`);
   if (loadStart[0] > 1.5) log(`note: load average ${loadStart[0].toFixed(2)}: the machine is busy, figures will be noisy`);
 
@@ -230,6 +234,7 @@ async function main(): Promise<void> {
     const shared = opts.corpus === 'shared' ? await loadSearchBench() : undefined;
     if (opts.corpus === 'shared' && !shared) notes.push(`${SEARCH_BENCH_JS} is missing: the corpus was loaded through HTTP instead`);
     let useShared = false;
+    let queries: readonly string[] | undefined;
     const SHARED_CORPUS_SCHEMA = keptCorpusSchema(opts.size);
     if (shared) {
       if (opts.freshCorpus) await admin.unsafe(`drop schema if exists "${SHARED_CORPUS_SCHEMA}" cascade`);
@@ -259,6 +264,7 @@ async function main(): Promise<void> {
     }
     if (useShared) {
       corpusSchema = SHARED_CORPUS_SCHEMA;
+      queries = shared?.QUERIES ?? SEARCH_BENCH_QUERIES;
       const tc = performance.now();
       corpusServer = await startServer({ name: 'corpus', databaseUrl, schema: corpusSchema, runDir });
       children.push(corpusServer);
@@ -273,7 +279,15 @@ async function main(): Promise<void> {
     const api = `${corpusServer.url}/api/v1`;
     const corpusSql = postgres(databaseUrl, { max: 1, onnotice: () => undefined, connection: { search_path: `"${corpusSchema}"` } });
     const uuids = (await corpusSql<{ uuid: string }[]>`select uuid::text from vcons`).map((r) => r.uuid);
-    if (corpusSchema === mainSchema) await corpusSql`analyze`;
+    // Production runs autovacuum; a test server may not (this machine's has it off). Without a
+    // vacuum the visibility map stays empty and every index-only scan reads the heap.
+    const tv = performance.now();
+    for (const { tablename } of await admin<{ tablename: string }[]>`select tablename from pg_tables where schemaname = ${corpusSchema}`) {
+      await admin.unsafe(`vacuum (analyze) "${corpusSchema}"."${tablename}"`);
+    }
+    corpus.vacuum_s = (performance.now() - tv) / 1000;
+    const tagPairs = (await corpusSql<{ key: string; value: string }[]>`
+      select key, value from vcon_tags group by key, value order by count(*) desc limit 12`).map((r) => JSON.stringify({ [r.key]: r.value }));
     await corpusSql.end();
     corpus.stored = uuids.length;
     log(`corpus: ${uuids.length} vCons in ${corpusSchema}`);
@@ -287,7 +301,8 @@ async function main(): Promise<void> {
     // 3. Reads: GET by uuid, list pages, tag search, discovery.
     if (opts.sections.has('routes')) await section('routes', async () => {
       log('routes');
-      const pairs = TAG_KEYS.flatMap((key) => tagValues(key).map((v) => JSON.stringify({ [key]: v })));
+      // The corpus's own most common tags, so every search has matches.
+      const pairs = tagPairs.length ? tagPairs : TAG_KEYS.flatMap((key) => tagValues(key).map((v) => JSON.stringify({ [key]: v })));
       let t = 0;
       const cases: RouteCase[] = [
         { id: 'get', label: 'GET /vcons/:uuid', connections: 32, path: () => `/vcons/${randomUuid()}`, goal: { kind: 'ratio', min: 0.6 } },
@@ -307,7 +322,7 @@ async function main(): Promise<void> {
     // 4. Search at the corpus size, then the memory of the instance that served it all.
     if (opts.sections.has('search')) await section('search', async () => {
       log('search');
-      const r = await measureSearch({ serverApi: api, floorApi: floor.url, rounds: opts.rounds, passes: opts.searchPasses, corpusSize: uuids.length, quick: opts.quick, log });
+      const r = await measureSearch({ serverApi: api, floorApi: floor.url, rounds: opts.rounds, passes: opts.searchPasses, corpusSize: uuids.length, quick: opts.quick, queries, log });
       figures.push(...r.figures);
       notes.push(...r.errors.map((e) => `search failed: ${e}`));
     });
@@ -396,7 +411,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     mode: opts.quick ? 'quick' : 'full',
     machine: { cpus: os.cpus().length, node: process.versions.node, loadavg_start: loadStart, loadavg_end: loadEnd, quiet: loadStart[0] < 1.5 },
-    database: { kind: embedded ? 'embedded' : 'url', label: embedded ? 'embedded PostgreSQL' : redact(databaseUrl), lz4, server_version },
+    database: { kind: embedded ? 'embedded' : 'url', label: embedded ? 'embedded PostgreSQL' : redact(databaseUrl), lz4, server_version, autovacuum },
     corpus,
     seconds: (performance.now() - t0) / 1000,
     figures,

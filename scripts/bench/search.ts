@@ -2,6 +2,7 @@
 // floor is the ranking query alone (no snippets, no envelope) on the same tables, via the floor
 // server; semantic and hybrid have absolute goals only.
 import { SEARCH_QUERIES } from './corpus.js';
+
 import { runSequential } from './load.js';
 import { makeFigure, percentile, type Figure } from './stats.js';
 
@@ -19,15 +20,18 @@ export async function measureSearch(opts: {
   passes: number;
   corpusSize: number;
   quick: boolean;
+  /** The query set (default: the one matching this bench's own corpus). */
+  queries?: readonly string[];
   log: (msg: string) => void;
 }): Promise<{ figures: Figure[]; firstQueryMs: Record<string, number>; emptyResults: Record<string, number>; errors: string[] }> {
   const figures: Figure[] = [];
   const errors: string[] = [];
+  const queries = opts.queries ?? SEARCH_QUERIES;
   const firstQueryMs: Record<string, number> = {};
   const emptyResults: Record<string, number> = {};
   const urls = (api: string, kind: string) => {
     const list: string[] = [];
-    for (let p = 0; p < opts.passes; p++) for (const q of SEARCH_QUERIES) list.push(`${api}/vcons/search/${kind}?q=${encodeURIComponent(q)}&limit=10`);
+    for (let p = 0; p < opts.passes; p++) for (const q of queries) list.push(`${api}/vcons/search/${kind}?q=${encodeURIComponent(q)}&limit=10`);
     return list;
   };
   for (const k of KINDS) {
@@ -43,7 +47,7 @@ export async function measureSearch(opts: {
     // Cold first query (lazy loads, caches), then one unmeasured pass that also checks the answers.
     firstQueryMs[k.kind] = (await runSequential(urls(opts.serverApi, k.kind).slice(0, 1))).latencies[0];
     let empty = 0;
-    for (const q of SEARCH_QUERIES) {
+    for (const q of queries) {
       const res = await fetch(`${opts.serverApi}/vcons/search/${k.kind}?q=${encodeURIComponent(q)}&limit=10`);
       const body = (await res.json()) as { results?: unknown[] };
       if (!res.ok) throw new Error(`GET /vcons/search/${k.kind} answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
@@ -67,7 +71,7 @@ export async function measureSearch(opts: {
     }
     const at = `${opts.corpusSize.toLocaleString('en-US')} vCons`;
     const floorLabel = 'the ranking query alone (vcon_search, no snippets) via node:http';
-    const note = [`${SEARCH_QUERIES.length} queries`, empty ? `${empty} returned no result` : '', `first query ${firstQueryMs[k.kind].toFixed(0)} ms`].filter(Boolean).join('; ');
+    const note = [`${queries.length} queries`, empty ? `${empty} returned no result` : '', `first query ${firstQueryMs[k.kind].toFixed(0)} ms`].filter(Boolean).join('; ');
     return [
       makeFigure({ id: `search.${k.kind}.p50`, label: `${k.label} p50 (${at})`, unit: 'ms', better: 'lower', rounds: p50, floor: k.floor ? { label: floorLabel, rounds: f50 } : undefined, note }),
       makeFigure({
