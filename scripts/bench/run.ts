@@ -45,7 +45,7 @@ interface Options {
 const USAGE = `Usage: npm run bench [-- options]
 
   --quick            sanity run in under 2 minutes (small corpus, short rounds)
-  --size <n>         read/search corpus size (default 100000; quick 1000)
+  --size <n>         read/search corpus size (default 100000; quick 600)
   --corpus own|shared
                      shared (default): built once with the search bench's generator and kept in
                      schema bench_kept_corpus_<size>; own (quick default): this run's, over HTTP
@@ -78,11 +78,11 @@ function parseOptions(argv: string[]): Options {
   for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`unknown section "${s}"; sections: ${SECTIONS.join(', ')}`);
   return {
     quick,
-    size: Math.floor(num('--size', quick ? 1_000 : 100_000)),
+    size: Math.floor(num('--size', quick ? 600 : 100_000)),
     seed: Math.floor(num('--seed', 20_250_101)),
     rounds: Math.floor(num('--rounds', quick ? 3 : 5)),
     seconds: num('--seconds', quick ? 0.5 : 2),
-    ingestPerRound: quick ? 200 : 1_000,
+    ingestPerRound: quick ? 100 : 1_000,
     searchPasses: quick ? 1 : 2,
     launcherRounds: quick ? 1 : 2,
     sections,
