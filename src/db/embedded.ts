@@ -129,6 +129,24 @@ async function reachableBinaries(bins: Binaries, owner: { uid: number; gid: numb
   return out;
 }
 
+/**
+ * The binaries and the user to run them as. As root they run as `postgres`, which must reach
+ * them: from a private checkout they are copied once to a shared place.
+ */
+async function resolveBinaries(log?: Log) {
+  const owner = await runAs();
+  const opts = owner ? { uid: owner.uid, gid: owner.gid } : {};
+  let bins = await loadBinaries();
+  if (owner && !(await canReach(bins.initdb, owner))) bins = await reachableBinaries(bins, owner, log);
+  return { bins, owner, opts };
+}
+
+/** Runs the embedded cluster's pg_ctl (as `postgres` when root): for tools and fault tests. */
+export async function runPgCtl(args: string[]): Promise<void> {
+  const { bins, opts } = await resolveBinaries();
+  await run(bins.pg_ctl, args, { ...opts, env: { ...process.env, LC_ALL: 'C' } });
+}
+
 /** A directory lock (mkdir is atomic); stale after 60 s so a killed holder can't block forever. */
 async function withLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   const lock = path.join(dir, 'lock');
@@ -193,16 +211,13 @@ async function canConnect(port: number): Promise<boolean> {
  */
 export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Log): Promise<EmbeddedPostgres> {
   mkdirSync(requestedBaseDir, { recursive: true });
-  const owner = await runAs();
-  const opts = owner ? { uid: owner.uid, gid: owner.gid } : {};
-  let bins = await loadBinaries();
+  const { bins, owner, opts } = await resolveBinaries(log);
   let baseDir = requestedBaseDir;
   if (owner) {
-    // The server runs as `postgres` when we are root: it must reach its binaries and data
-    // directory. A checkout under a private directory (mkdtemp, /root) can't be reached, so the
-    // binaries are copied once to a shared place and the data lives beside them.
+    // The server runs as `postgres` when we are root: it must reach its data directory too. A
+    // checkout under a private directory (mkdtemp, /root) can't be reached: the data then lives
+    // in a shared place keyed by the requested directory.
     chmodSync(baseDir, 0o711);
-    if (!(await canReach(bins.initdb, owner))) bins = await reachableBinaries(bins, owner, log);
     if (!(await canReach(baseDir, owner))) {
       baseDir = path.join(os.tmpdir(), `vcon-launch-data-${createHash('sha1').update(path.resolve(requestedBaseDir)).digest('hex').slice(0, 12)}`);
       mkdirSync(baseDir, { recursive: true, mode: 0o711 });

