@@ -56,10 +56,9 @@ export function createServices(sql: Sql, config: Config, plugins: readonly Plugi
   const transact = createTransactor(sql, [vectorWriter]);
   const vcons = createVconService({ repo: createVconRepo(sql, [vectorWriter]), transact, plugins });
   const searchRepo = createSearchRepo(sql);
-  if (embedder.inline) {
-    // Load (or build, once, under a lock) the word vectors now rather than on the first write.
-    embedder.warm?.().catch((err: Error) => searchLog.error({ err: err.message }, 'embedding provider failed to load'));
-  } else {
+  // An inline provider loads its word vectors on first use (~0.5 s once, ~45 MB): an idle group
+  // stays small and ten groups start fast. A remote provider drains its queue in the background.
+  if (!embedder.inline) {
     createEmbeddingWorker({
       repo: searchRepo,
       transact: (fn) => sql.begin((tx) => fn(createSearchRepo(tx))) as never,

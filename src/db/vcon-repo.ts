@@ -128,6 +128,12 @@ export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
       return row;
     },
 
+    /** The stored document as its JSON text, exactly as written (no parse, no re-serialisation). */
+    async getText(uuid: string): Promise<string | undefined> {
+      const [row] = await db<{ doc: string }[]>`select doc::text as doc from vcons where uuid = ${uuid}::uuid`;
+      return row?.doc;
+    },
+
     /** Reads and locks one row until the transaction ends: concurrent appends serialise here. */
     async lock(uuid: string): Promise<VconRecord | undefined> {
       const [row] = await db<VconRecord[]>`

@@ -15,7 +15,11 @@ export function createBodyParser(config: Config): RequestHandler {
   });
   return (req, res, next) => {
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-    if (hasBody && !JSON_TYPES.has(mediaType(req.headers['content-type']))) {
+    if (!hasBody) {
+      next(); // GETs and empty bodies: nothing to parse
+      return;
+    }
+    if (!JSON_TYPES.has(mediaType(req.headers['content-type']))) {
       sendError(req, res, 415, 'unsupported_media_type', `Unsupported Content-Type "${req.headers['content-type'] ?? '(none)'}"`, {
         hint: 'Send application/json, application/vcon or application/vcon+json',
         production: config.production,

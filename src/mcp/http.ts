@@ -21,6 +21,8 @@ interface Session {
   scope: Scope;
   keyId: string | null;
   lastSeen: number;
+  /** POSTs (tool calls, reads) of this session still being answered. */
+  inFlight: number;
 }
 
 export interface McpHttpOptions extends McpServerDeps {
@@ -73,7 +75,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
 
   const sweep = setInterval(() => {
     const cutoff = Date.now() - idleMs;
-    for (const s of sessions.values()) if (s.lastSeen < cutoff) void closeSession(s, 'idle');
+    for (const s of sessions.values()) if (s.inFlight === 0 && s.lastSeen < cutoff) void closeSession(s, 'idle');
   }, Math.min(idleMs, 60_000));
   sweep.unref();
 
@@ -113,6 +115,15 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
   /** Hands the request to the SDK with the caller's identity as `req.auth` (extra.authInfo in handlers). */
   const handle = async (s: Session, req: Request, res: Response) => {
     s.lastSeen = Date.now();
+    // A call that is still running keeps its session alive; idleness counts from its end. (The
+    // long-lived GET stream does not count: a client that only listens is idle.)
+    if (req.method === 'POST') {
+      s.inFlight++;
+      res.once('close', () => {
+        s.inFlight--;
+        s.lastSeen = Date.now();
+      });
+    }
     req.auth = authOf(res.locals.auth as AuthInfo);
     await s.transport.handleRequest(req, res, req.body);
   };
@@ -163,7 +174,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         who.session = id;
-        session = { id, transport, server, scope: info.scope, keyId: info.keyId, lastSeen: Date.now() };
+        session = { id, transport, server, scope: info.scope, keyId: info.keyId, lastSeen: Date.now(), inFlight: 0 };
         sessions.set(id, session);
         log.info({ session: id, scope: info.scope, keyId: info.keyId }, 'mcp session opened');
       },

@@ -83,6 +83,7 @@ export function listMetadata(r: ListRow): JsonObject {
 export function createVconService(deps: VconServiceDeps) {
   const { repo, transact, plugins } = deps;
   const now = deps.now ?? (() => new Date());
+  const hasReadHooks = plugins.some((p) => p.hooks?.beforeRead || p.hooks?.afterRead);
 
   /** Validation plus beforeCreate (which may transform; the result is validated again). */
   async function prepareCreate(input: unknown, ctx: RequestCtx): Promise<ClassifiedVcon> {
@@ -190,6 +191,17 @@ export function createVconService(deps: VconServiceDeps) {
       const updated = results.filter((r) => r.status === 200).length;
       const failed = results.filter((r) => r.status === 400).length;
       return { success: failed === 0, total: input.length, created, updated, failed, results };
+    },
+
+    /**
+     * The whole document as stored JSON text, when no plugin has a read hook to run (otherwise
+     * undefined: the caller goes through get). Saves a parse and a re-serialisation per read.
+     */
+    async getText(uuid: string): Promise<string | undefined> {
+      if (hasReadHooks) return undefined;
+      const text = await repo.getText(uuid);
+      if (text === undefined) throw new NotFoundError('vcon', uuid);
+      return text;
     },
 
     /** One vCon; `summary` = metadata plus summary analyses, `metadata` = no content arrays. */

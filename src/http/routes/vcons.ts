@@ -41,7 +41,13 @@ export function registerVconRoutes(router: Router, services: Services) {
     .route('/vcons/:uuid')
     .get(async (req, res) => {
       const format = enumParam('format', q(req, 'format'), GET_FORMATS, 'full');
-      res.json({ success: true, vcon: await vcons.get(uuidParam(req.params.uuid), format, ctxOf(req, res)) });
+      const uuid = uuidParam(req.params.uuid);
+      const text = format === 'full' ? await vcons.getText(uuid) : undefined;
+      if (text !== undefined) {
+        res.type('application/json').send(`{"success":true,"vcon":${text}}`);
+        return;
+      }
+      res.json({ success: true, vcon: await vcons.get(uuid, format, ctxOf(req, res)) });
     })
     .patch(async (req, res) => {
       res.json({ success: true, vcon: await vcons.update(uuidParam(req.params.uuid), req.body, ctxOf(req, res)) });
