@@ -88,15 +88,17 @@ export function createSearchRepo(db: Db) {
 
   return {
     /**
-     * One row per matching vCon, best first: the best unit's ts_rank_cd (normalised to 0..1,
-     * subject weighted highest) plus a little for every further matching unit.
+     * One row per matching vCon, best first: ts_rank of its weighted tsvector (subject A,
+     * party B, analysis C, other text D), normalised to 0..1.
      */
     async keyword(q: string, f: SearchFilters, limit: number, offset: number): Promise<KeywordRow[]> {
+      // ts_rank, not ts_rank_cd: every matching vCon is ranked, and for common words (10-20k
+      // matches at 100k vCons) cover density cost 1.3-2x more (measured: 84 → 43 ms for 20k).
+      // The query is inline so the planner sees it and takes the GIN bitmap scan.
       return db<KeywordRow[]>`
-        with q as (select websearch_to_tsquery('english', ${q}) as query)
-        select vs.vcon_uuid::text as uuid, ts_rank_cd(vs.tsv, q.query, 32)::float8 as score
-        from vcon_search vs, q
-        where vs.tsv @@ q.query ${filterSql(f, 'vs.created_at', 'vs.vcon_uuid')}
+        select vs.vcon_uuid::text as uuid, ts_rank(vs.tsv, websearch_to_tsquery('english', ${q}), 32)::float8 as score
+        from vcon_search vs
+        where vs.tsv @@ websearch_to_tsquery('english', ${q}) ${filterSql(f, 'vs.created_at', 'vs.vcon_uuid')}
         order by score desc, vs.vcon_uuid desc
         limit ${limit} offset ${offset}`;
     },
