@@ -45,12 +45,6 @@ export class ForbiddenError extends AppError {
   }
 }
 
-export class UnavailableError extends AppError {
-  constructor(code = 'database_unavailable', message = 'The database is not reachable; try again shortly') {
-    super(503, code, message);
-  }
-}
-
 /** Formats zod-style paths as `dialog[0].type`. */
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';

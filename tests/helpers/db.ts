@@ -37,13 +37,3 @@ export async function createTestSchema(prefix = 'test'): Promise<TestSchema> {
     },
   };
 }
-
-/** Runs fn with a fresh migrated schema, dropped afterwards. */
-export async function withTestSchema<T>(fn: (t: TestSchema) => Promise<T>): Promise<T> {
-  const t = await createTestSchema();
-  try {
-    return await fn(t);
-  } finally {
-    await t.drop();
-  }
-}
