@@ -1,6 +1,5 @@
 // The MCP tool table: one tool per REST operation (except batch), over the same services and the
 // same zod schemas. Names follow vcon-mcp where the meaning matches. Keep in sync with README § "MCP".
-import { healthBody } from '../services/health-service.js';
 import { z } from 'zod';
 import { InvalidParameterError, ValidationError } from '../domain/errors.js';
 import {
@@ -8,6 +7,7 @@ import {
 } from '../domain/queries.js';
 import { Analysis, Attachment, Dialog, Uuid, Vcon } from '../domain/vcon.js';
 import { EXAMPLE_TYPES } from '../domain/examples.js';
+import { healthBody } from '../services/health-service.js';
 import type { RequestCtx } from '../services/context.js';
 import type { Services } from '../services/index.js';
 import type { DiscoveryKind } from '../services/discovery-service.js';
