@@ -69,6 +69,8 @@ describe('MCP over stdio', () => {
   it('speaks only the protocol on stdout, logs on stderr, and advertises the package version', async () => {
     expect(rw.client.getServerVersion()).toMatchObject({ name: 'vcon-launch', version: getBuildInfo().version });
     // Any stray stdout line would have broken the JSON-RPC framing of the calls above and below.
+    // Logs are written asynchronously: the line may trail the initialize answer by a moment.
+    for (let i = 0; i < 100 && !/"msg":"mcp stdio ready"/.test(rw.stderr()); i++) await new Promise((r) => setTimeout(r, 20));
     expect(rw.stderr()).toMatch(/"msg":"mcp stdio ready"/);
   });
 
