@@ -127,6 +127,8 @@ describe('MCP over stdio', () => {
     const ms = await exited;
     console.info(`stdio server exited ${ms} ms after stdin closed`);
     expect(ms).toBeLessThan(1_900);
+    // The exit is seen by polling the pid; the pipe may deliver the last lines a moment later.
+    for (let i = 0; i < 100 && !/"msg":"mcp stdio session ended"/.test(s.stderr()); i++) await new Promise((r) => setTimeout(r, 20));
     expect(s.stderr()).toMatch(/"msg":"mcp stdio session ended"/);
     await s.client.close();
   }, 30_000);
