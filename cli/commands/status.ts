@@ -3,25 +3,14 @@ import { fetchHealth } from '../child.js';
 import { resolveDir } from '../groups.js';
 import { addInstancesDirFlag } from '../options.js';
 import { formatTable, note } from '../output.js';
-import { createRegistry } from '../registry.js';
+import { createRegistry, type RegistryEntry } from '../registry.js';
 
-/** One row of `vcon-launch status --json`. */
-export interface GroupStatus {
-  group: string;
-  pid: number;
-  url: string;
-  port: number;
-  schema: string;
-  label: string | null;
+/** One row of `vcon-launch status --json`: the registry entry plus the live /health. */
+export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path'> {
   /** healthy (200), unhealthy (503 or another status) or unreachable (no answer). */
   status: 'healthy' | 'unhealthy' | 'unreachable';
   /** The live /health body, as the instance reports it. */
   health: unknown;
-  database: string;
-  env_file: string;
-  started_at: string;
-  supervisor_pid: number | null;
-  log_file: string | null;
 }
 
 /**

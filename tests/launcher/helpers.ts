@@ -138,3 +138,21 @@ export async function api(base: string, p: string, init: RequestInit & { json?: 
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
+
+/** Drops the given schemas and the roles `vcon-launch provision` made for them (test teardown). */
+export async function dropProvisioned(schemas: string[]): Promise<void> {
+  const admin = adminSql();
+  try {
+    for (const s of schemas) {
+      await admin.unsafe(`drop schema if exists "${s}" cascade`);
+      const role = `vcon_${s}`;
+      const [exists] = await admin`select 1 from pg_roles where rolname = ${role}`;
+      if (exists) {
+        await admin.unsafe(`drop owned by "${role}"`);
+        await admin.unsafe(`drop role "${role}"`);
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+}

@@ -4,8 +4,7 @@ import { statSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { adminSql } from '../helpers/db.js';
-import { createWorkspace, type Workspace } from './helpers.js';
+import { createWorkspace, dropProvisioned, type Workspace } from './helpers.js';
 
 const urlIn = (file: string) => /^DATABASE_URL=(.*)$/m.exec(readFileSync(file, 'utf8'))?.[1];
 
@@ -15,17 +14,7 @@ describe('vcon-launch provision', () => {
     ws = createWorkspace(['pa', 'pb']);
   });
   afterAll(async () => {
-    const admin = adminSql();
-    for (const s of Object.values(ws.schemas)) {
-      await admin.unsafe(`drop schema if exists "${s}" cascade`);
-      const role = `vcon_${s}`;
-      const [exists] = await admin`select 1 from pg_roles where rolname = ${role}`;
-      if (exists) {
-        await admin.unsafe(`drop owned by "${role}"`);
-        await admin.unsafe(`drop role "${role}"`);
-      }
-    }
-    await admin.end();
+    await dropProvisioned(Object.values(ws.schemas));
     await ws?.cleanup();
   });
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { startInstance } from '../../src/main.js';
 import { adminSql } from '../helpers/db.js';
-import { createWorkspace, type Workspace } from '../launcher/helpers.js';
+import { createWorkspace, dropProvisioned, type Workspace } from '../launcher/helpers.js';
 
 const urlIn = (file: string) => /^DATABASE_URL=(.*)$/m.exec(readFileSync(file, 'utf8'))?.[1] ?? '';
 
@@ -29,17 +29,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  const admin = adminSql();
-  for (const s of Object.values(ws?.schemas ?? {})) {
-    await admin.unsafe(`drop schema if exists "${s}" cascade`);
-    const role = `vcon_${s}`;
-    const [exists] = await admin`select 1 from pg_roles where rolname = ${role}`;
-    if (exists) {
-      await admin.unsafe(`drop owned by "${role}"`);
-      await admin.unsafe(`drop role "${role}"`);
-    }
-  }
-  await admin.end();
+  await dropProvisioned(Object.values(ws?.schemas ?? {}));
   await ws?.cleanup();
 });
 
