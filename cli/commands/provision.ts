@@ -97,7 +97,10 @@ async function provisionOne(admin: Sql, adminUrl: string, spec: GroupSpec, passw
   }
   let action: 'created' | 'updated' = 'updated';
   await admin.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(hashtext(${'vcon-launch:provision:' + role}))`;
+    // One provisioning at a time per database: every run changes the same catalog rows (the
+    // database's and schema public's ACLs), and concurrent GRANT/REVOKE on them fail with
+    // "tuple concurrently updated".
+    await tx`select pg_advisory_xact_lock(hashtext('vcon-launch:provision'))`;
     const [exists] = await tx`select 1 from pg_roles where rolname = ${role}`;
     if (!exists) action = 'created';
     // Utility statements take no bind parameters: the values travel as settings and are quoted by
