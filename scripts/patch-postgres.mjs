@@ -1,48 +1,134 @@
-// Patches postgres.js 3.4.9 (run by `prepare`, after every install) against a crash: when the
-// server closes a connection while a transaction holds it, the ROLLBACK that sql.begin sends is
-// written to a socket that is already gone, and the TypeError thrown from a setImmediate kills
-// the process (porsager/postgres#1154, #1208; upstream fix PR #1209). The patch rejects such a
-// query with CONNECTION_CLOSED instead, which the service answers as 503.
-// It changes nothing when the code is already patched or is not the version it was written for.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+// Patches postgres.js 3.4.9 against two upstream bugs, from `postinstall` (so installs of this
+// package from the registry run it too, and it is in `files`):
+//
+// 1. closed-socket guard (porsager/postgres#1154, #1208; upstream PR #1209): when the server closes
+//    a connection while a transaction holds it, the ROLLBACK that sql.begin sends is written to a
+//    socket that is already gone and the TypeError thrown from a setImmediate kills the process.
+//    Patched: such a query is rejected with CONNECTION_CLOSED, which the service answers as 503.
+// 2. row-count reset (porsager/postgres#1119, #1181; upstream PRs #1120, #1190): a query that fails
+//    after some of its rows arrived leaves the connection's row counter where it stopped, and the
+//    next query on that pooled connection resolves with holes in front of its rows: a wrong answer
+//    to someone else's request. Patched: the counter is reset when every query ends.
+//
+// The file is found the way Node finds it (import.meta.resolve from this script), so a hoisted or
+// nested install is patched alike. Anything but the version this was written for, unless already
+// patched, fails the install: a silent skip would ship the bugs. Remove this script when upstream
+// releases both fixes (and src/db/client.ts's startup check with it).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 
-const MARK = '/* vcon-launch: closed-socket guard */';
-const patches = [
+export const PINNED_VERSION = '3.4.9';
+
+/** The copies of connection.js Node can load: ESM (import) and CommonJS (require). */
+export const CONNECTION_FILES = ['src/connection.js', 'cjs/src/connection.js'];
+
+export const PATCHES = [
   {
-    from: `  function execute(q) {
+    name: 'closed-socket guard (#1208)',
+    mark: '/* vcon-launch: closed-socket guard */',
+    edits: [
+      {
+        from: `  function execute(q) {
     if (terminated)
       return queryError(q, Errors.connection('CONNECTION_DESTROYED', options))
 `,
-    to: `  function execute(q) {
+        to: `  function execute(q) {
     if (terminated)
       return queryError(q, Errors.connection('CONNECTION_DESTROYED', options))
 
-    ${MARK}
+    /* vcon-launch: closed-socket guard */
     if (!socket)
       return queryError(q, Errors.connection('CONNECTION_CLOSED', options))
 `,
-  },
-  {
-    from: `  function nextWrite(fn) {
+      },
+      {
+        from: `  function nextWrite(fn) {
     const x = socket.write(chunk, fn)`,
-    to: `  function nextWrite(fn) {
+        to: `  function nextWrite(fn) {
     if (!socket) {
       chunk = nextWriteTimer = null
       return false
     }
     const x = socket.write(chunk, fn)`,
+      },
+    ],
+  },
+  {
+    name: 'row-count reset (#1119, #1181)',
+    mark: '/* vcon-launch: row-count reset */',
+    edits: [
+      {
+        from: `    query = results = errorResponse = null
+    result = new Result()
+`,
+        to: `    query = results = errorResponse = null
+    result = new Result()
+    rows = 0 /* vcon-launch: row-count reset */
+`,
+      },
+    ],
   },
 ];
 
-for (const file of ['node_modules/postgres/src/connection.js', 'node_modules/postgres/cjs/src/connection.js']) {
-  if (!existsSync(file)) continue;
-  let text = readFileSync(file, 'utf8');
-  if (text.includes(MARK)) continue;
-  if (!patches.every((p) => text.includes(p.from))) {
-    console.warn(`patch-postgres: ${file} is not the postgres.js 3.4.9 this patch was written for; left unchanged`);
-    continue;
+/** Applies the missing patches to one file's text; throws when a needed edit's anchor is absent. */
+export function patchText(text, file = 'connection.js') {
+  const applied = [];
+  for (const p of PATCHES) {
+    if (text.includes(p.mark)) continue;
+    for (const e of p.edits) {
+      if (!text.includes(e.from)) {
+        throw new Error(`patch-postgres: ${file} does not contain the code the "${p.name}" patch edits`);
+      }
+      text = text.replace(e.from, e.to);
+    }
+    applied.push(p.name);
   }
-  for (const p of patches) text = text.replace(p.from, p.to);
-  writeFileSync(file, text);
-  console.log(`patch-postgres: guarded ${file} against writes to a closed socket`);
+  return { text, applied };
+}
+
+/** True when a file's text carries every patch. */
+export const isPatched = (text) => PATCHES.every((p) => text.includes(p.mark));
+
+/** The installed postgres.js package directory, resolved as Node resolves `import 'postgres'` from here. */
+export function postgresRoot() {
+  const entry = fileURLToPath(import.meta.resolve('postgres'));
+  // The ESM entry is <root>/src/index.js.
+  return join(entry, '..', '..');
+}
+
+/** Patches the package at root in place; throws on a version it was not written for. */
+export function patchPackage(root) {
+  const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const results = [];
+  for (const rel of CONNECTION_FILES) {
+    const file = join(root, rel);
+    const before = readFileSync(file, 'utf8');
+    if (isPatched(before)) {
+      results.push({ file, applied: [] });
+      continue;
+    }
+    if (version !== PINNED_VERSION) {
+      throw new Error(
+        `patch-postgres: postgres.js ${version} is installed at ${root}, but the patches were written for ${PINNED_VERSION}. ` +
+          `Pin postgres to ${PINNED_VERSION}, or check whether ${version} fixes porsager/postgres#1208 and #1181 and update scripts/patch-postgres.mjs.`,
+      );
+    }
+    const { text, applied } = patchText(before, file);
+    writeFileSync(file, text);
+    results.push({ file, applied });
+  }
+  return results;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  try {
+    const root = process.argv[2] ?? postgresRoot();
+    for (const r of patchPackage(root)) {
+      console.log(r.applied.length ? `patch-postgres: ${r.file}: applied ${r.applied.join(', ')}` : `patch-postgres: ${r.file}: already patched`);
+    }
+  } catch (err) {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exit(1);
+  }
 }

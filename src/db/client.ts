@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import postgres from 'postgres';
 
 export type Sql = postgres.Sql<Record<string, unknown>>;
@@ -13,12 +16,38 @@ export interface SqlOptions {
   statementTimeoutMs?: number;
 }
 
+/** The marks scripts/patch-postgres.mjs leaves in postgres.js (a test keeps the two lists equal). */
+export const DRIVER_PATCH_MARKS = ['/* vcon-launch: closed-socket guard */', '/* vcon-launch: row-count reset */'];
+let driverChecked = false;
+
+/**
+ * Refuses to run on an unpatched postgres.js (an install with scripts disabled): without the
+ * patches a failed query can make the next one on its connection answer with wrong rows.
+ */
+export function assertDriverPatched(): void {
+  if (driverChecked) return;
+  // The CommonJS entry is <root>/cjs/src/index.js; the package root is the one `import` loads too.
+  const root = join(dirname(createRequire(import.meta.url).resolve('postgres')), '..', '..');
+  for (const rel of ['src/connection.js', 'cjs/src/connection.js']) {
+    const text = readFileSync(join(root, rel), 'utf8');
+    const missing = DRIVER_PATCH_MARKS.filter((m) => !text.includes(m));
+    if (missing.length) {
+      throw new Error(
+        `postgres.js at ${root} is not patched (${missing.join(', ')} missing in ${rel}): ` +
+          'run `node scripts/patch-postgres.mjs` from the vcon-launch package (installs with scripts disabled skip it)',
+      );
+    }
+  }
+  driverChecked = true;
+}
+
 /**
  * One pool pinned to one schema for its whole life. The search_path is a startup parameter of
  * every connection, so pooled connections, transactions and prepared statements all stay in the
  * group's schema; `public` is never on it for another group, so a missing table fails loudly.
  */
 export function createSql(opts: SqlOptions): Sql {
+  assertDriverPatched();
   const searchPath = opts.schema === 'public' ? 'public, extensions' : `"${opts.schema}", extensions`;
   return postgres(opts.url, {
     max: opts.max ?? 10,
