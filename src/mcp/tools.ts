@@ -12,6 +12,7 @@ import type { RequestCtx } from '../services/context.js';
 import type { Services } from '../services/index.js';
 import type { DiscoveryKind } from '../services/discovery-service.js';
 import type { BuildInfo } from '../version.js';
+import { portableJsonSchema } from './portable-schema.js';
 
 type Args = Record<string, unknown>;
 
@@ -511,8 +512,7 @@ const jsonSchemaCache = new WeakMap<z.ZodType, Record<string, unknown>>();
 function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
   let js = jsonSchemaCache.get(schema);
   if (!js) {
-    const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { target: 'draft-7', io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-    js = rest;
+    js = portableJsonSchema(schema);
     jsonSchemaCache.set(schema, js);
   }
   return js;
@@ -522,14 +522,18 @@ function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
  * The schema handed to the SDK: it advertises each argument with the JSON Schema of its domain
  * schema, but accepts any value, so that validation happens once, in the domain parsers and
  * services, and failures carry REST's codes (validation_failed, invalid_parameter) instead of
- * the SDK's generic "Input validation error".
+ * the SDK's generic "Input validation error". The properties are given whole as the object's
+ * metadata: zod would otherwise fold each argument's `anyOf` of single types back into a `type`
+ * array when the SDK converts it.
  */
 export function advertisedSchema(shape: z.ZodRawShape): z.ZodObject {
   const fields: Record<string, z.ZodType> = {};
+  const properties: Record<string, unknown> = {};
   const required: string[] = [];
   for (const [key, schema] of Object.entries(shape)) {
-    fields[key] = z.unknown().optional().meta(jsonSchemaOf(schema as z.ZodType));
+    fields[key] = z.unknown().optional();
+    properties[key] = jsonSchemaOf(schema as z.ZodType);
     if (!(schema as z.ZodType).safeParse(undefined).success) required.push(key);
   }
-  return z.object(fields).meta(required.length ? { required } : {});
+  return z.object(fields).meta(required.length ? { properties, required } : { properties });
 }
