@@ -35,7 +35,10 @@ export default tseslint.config(
   },
   {
     files: ['cli/**/*.ts'],
-    rules: restrict([{ group: ['**/src/http/**', '**/src/mcp/**', '**/src/services/**'], message: 'the launcher uses config and the migration runner, not the server internals' }]),
+    rules: restrict([
+      { group: ['**/src/http/**', '**/src/mcp/**', '**/src/services/**'], message: 'the launcher uses config and the migration runner, not the server internals' },
+      { group: ['postgres'], message: 'the launcher supervises; SQL lives in src/db (roles.ts, migrate.ts)' },
+    ]),
   },
   { files: ['**/*.js', '**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', globalThis: 'readonly' } } },
 );

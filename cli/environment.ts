@@ -9,9 +9,15 @@ export interface LauncherEnvironment {
   databaseUrl: string | undefined;
   /** Whether stderr is an interactive terminal (progress lines). */
   interactive: boolean;
+  /** Per-group roles (default); VCON_LAUNCH_ROLES=off makes groups share the URL's user. */
+  roles: boolean;
+  /** VCON_LAUNCH_ALLOW_SHARED_SUPERUSER: groups may share a superuser connection on one database. */
+  allowSharedSuperuser: boolean;
 }
 
 const SERVER_VARIABLES = new Set(Object.keys(EnvSchema.shape));
+const isOn = (v: string | undefined) => ['1', 'true', 'yes', 'on'].includes((v ?? '').trim().toLowerCase());
+const isOff = (v: string | undefined) => ['0', 'false', 'no', 'off'].includes((v ?? '').trim().toLowerCase());
 
 /** Reads the launcher's own environment once; everything else receives the result. */
 export function readLauncherEnvironment(env: EnvInput = process.env): LauncherEnvironment {
@@ -21,5 +27,11 @@ export function readLauncherEnvironment(env: EnvInput = process.env): LauncherEn
     if (v !== undefined && !SERVER_VARIABLES.has(k)) inherited[k] = v;
   }
   const databaseUrl = env.DATABASE_URL?.trim() || env.SUPABASE_DB_URL?.trim() || undefined;
-  return { inherited, databaseUrl, interactive: Boolean(process.stderr.isTTY) };
+  return {
+    inherited,
+    databaseUrl,
+    interactive: Boolean(process.stderr.isTTY),
+    roles: !isOff(env.VCON_LAUNCH_ROLES),
+    allowSharedSuperuser: isOn(env.VCON_LAUNCH_ALLOW_SHARED_SUPERUSER),
+  };
 }

@@ -1,8 +1,8 @@
 // Group definitions: env/<group>.env over env/shared.env, validated with the server's own schema.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { parse as parseDotenv } from 'dotenv';
 import { ConfigError, EnvSchema, parseConfig, type Config, type EnvInput } from '../src/config.js';
+import { readEnvFile } from './env-files.js';
 import { UserError } from './errors.js';
 import type { LauncherEnvironment } from './environment.js';
 
@@ -54,10 +54,6 @@ export function listGroupNames(envDir: string): string[] {
     .sort();
 }
 
-function readEnvFile(file: string): EnvInput {
-  return parseDotenv(readFileSync(file, 'utf8'));
-}
-
 /** Parses a postgres URL into the key that identifies its database and a password-free label. */
 export function describeDatabase(url: string): { key: string; label: string } {
   try {
@@ -88,7 +84,7 @@ export function loadGroup(name: string, envDir: string, launcher: Pick<LauncherE
     ]);
   }
   const sharedFile = path.join(envDir, SHARED_FILE);
-  const fileEnv: EnvInput = { ...(existsSync(sharedFile) ? readEnvFile(sharedFile) : {}), ...readEnvFile(envFile) };
+  const fileEnv: EnvInput = { ...readEnvFile(sharedFile), ...readEnvFile(envFile) };
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(fileEnv)) if (v !== undefined) env[k] = v;
   // The child gets its whole environment from us; an ENV_FILE would layer another file under it unseen.

@@ -12,6 +12,7 @@ import { registerMigrate } from './commands/migrate.js';
 import { registerProvision } from './commands/provision.js';
 import { registerImport } from './commands/import.js';
 import { registerCheck } from './commands/check.js';
+import { registerRotate } from './commands/rotate.js';
 
 const readVersion = () =>
   (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerProvision(program);
   registerImport(program);
   registerCheck(program);
+  registerRotate(program);
   return program;
 }
 

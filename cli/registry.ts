@@ -13,6 +13,8 @@ export interface RegistryEntry {
   started_at: string;
   /** user@host:port/db or "embedded"; never the password. */
   database: string;
+  /** The PostgreSQL user the group's server connects as (its own role by default). */
+  role: string;
   /** The foreground launcher supervising this child, or null when detached. */
   supervisor_pid: number | null;
   /** Where a detached child's output goes. */

@@ -13,6 +13,8 @@ const STABLE_AFTER_MS = 30_000;
 export interface Slot {
   spec: GroupSpec;
   env: Record<string, string>;
+  /** The PostgreSQL user the group connects as. */
+  role: string;
   child?: Child;
 }
 
@@ -23,7 +25,7 @@ export interface Supervisor {
 }
 
 /** Builds the registry entry of a running child. */
-export function entryOf(spec: GroupSpec, child: Child, opts: { supervisorPid: number | null; logFile: string | null }): RegistryEntry {
+export function entryOf(spec: GroupSpec, child: Child, opts: { supervisorPid: number | null; logFile: string | null; role: string }): RegistryEntry {
   return {
     group: spec.name,
     pid: child.pid,
@@ -34,6 +36,7 @@ export function entryOf(spec: GroupSpec, child: Child, opts: { supervisorPid: nu
     env_file: spec.envFile,
     started_at: new Date().toISOString(),
     database: spec.databaseLabel,
+    role: opts.role,
     supervisor_pid: opts.supervisorPid,
     log_file: opts.logFile,
     api_base_path: spec.config.rest.basePath,
@@ -117,7 +120,7 @@ export function createSupervisor(
         return;
       }
       slot.child = child;
-      deps.registry.write(entryOf(slot.spec, child, { supervisorPid: process.pid, logFile: null }));
+      deps.registry.write(entryOf(slot.spec, child, { supervisorPid: process.pid, logFile: null, role: slot.role }));
       note(`group ${slot.spec.name} restarted: pid ${child.pid} at ${child.url}`);
       watch(slot, child, attempt);
     } catch (err) {

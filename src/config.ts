@@ -125,6 +125,12 @@ export const EnvSchema = z.object({
     .pipe(SchemaName),
   DATABASE_URL: dbUrl,
   SUPABASE_DB_URL: dbUrl,
+  // Set by vcon-launch: the group's own role replaces the URL's user (also on the embedded database).
+  DATABASE_USER: optionalString,
+  DATABASE_PASSWORD: optionalString,
+  // The further restricted role POST /database/analyze connects as (SELECT on this schema only).
+  ANALYZE_DATABASE_USER: optionalString,
+  ANALYZE_DATABASE_PASSWORD: optionalString,
   DB_POOL_MAX: int(10, 1, 200),
   ENV_FILE: optionalString,
   VCON_INSTANCE_LABEL: optionalString,
@@ -169,7 +175,17 @@ export interface Config {
   mcp: { transport: 'stdio' | 'http'; host: string; port: number; readOnly: boolean };
   cors: { origins: '*' | string[] };
   auth: { required: boolean; keys: string[]; readOnlyKeys: string[]; header: string };
-  db: { url: string | undefined; schema: string; poolMax: number; statementTimeoutMs: number };
+  db: {
+    url: string | undefined;
+    /** Replace the URL's user and password (the group's role). */
+    user: string | undefined;
+    password: string | undefined;
+    /** The role analyze connects as; undefined: the pool's own identity, on a fresh connection. */
+    analyze: { user: string; password: string | undefined } | undefined;
+    schema: string;
+    poolMax: number;
+    statementTimeoutMs: number;
+  };
   plugins: string[];
   embeddings: {
     provider: 'glove' | 'hashing' | 'openai';
@@ -234,6 +250,9 @@ export function parseConfig(env: EnvInput): Config {
     auth: { required: e.API_AUTH_REQUIRED, keys: e.API_KEYS, readOnlyKeys: e.API_KEYS_READONLY, header: e.API_KEY_HEADER },
     db: {
       url: e.DATABASE_URL ?? e.SUPABASE_DB_URL,
+      user: e.DATABASE_USER,
+      password: e.DATABASE_PASSWORD,
+      analyze: e.ANALYZE_DATABASE_USER ? { user: e.ANALYZE_DATABASE_USER, password: e.ANALYZE_DATABASE_PASSWORD } : undefined,
       schema: e.SUPABASE_DB_SCHEMA,
       poolMax: e.DB_POOL_MAX,
       statementTimeoutMs: e.STATEMENT_TIMEOUT_MS,

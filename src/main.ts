@@ -12,6 +12,7 @@ import { getBuildInfo } from './version.js';
 import { createSql, type Sql } from './db/client.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
+import { withCredentials } from './db/roles.js';
 import { createTransactor, createVconRepo } from './db/vcon-repo.js';
 import { createTagRepo } from './db/tag-repo.js';
 import { createDiscoveryRepo } from './db/discovery-repo.js';
@@ -99,6 +100,8 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     url = embedded.url;
     log.info({ port: embedded.port }, 'using the embedded PostgreSQL (no DATABASE_URL set)');
   }
+  // The group's own role (set by vcon-launch) replaces whoever the URL names.
+  url = withCredentials(url, config.db.user, config.db.password);
   const sql = createSql({
     url,
     schema: config.db.schema,

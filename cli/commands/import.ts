@@ -2,7 +2,9 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { spawnChild, type Child } from '../child.js';
+import { createCredentialStore } from '../credentials.js';
 import { openDatabases, type Databases } from '../database.js';
+import { prepareIdentities } from '../roles.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
 import { UserError } from '../errors.js';
 import { loadGroup, resolveDir, type GroupSpec } from '../groups.js';
@@ -196,8 +198,11 @@ export async function importFiles(
   } else {
     if (!spec.config.rest.enabled) throw new UserError(`group ${spec.name} has REST_API_ENABLED=false; import needs the REST API`);
     databases = await openDatabases([spec], { verbose: false });
-    const env = { ...launcher.inherited, ...spec.env, DATABASE_URL: databases.urlOf(spec), MCP_HTTP_PORT: '0', LOG_LEVEL: 'warn' };
     try {
+      // The temporary instance serves as the group's own role, like a started group.
+      const store = createCredentialStore(resolveDir(opts.instancesDir));
+      const identity = (await prepareIdentities([spec], databases, { store, launcher, quiet: true })).get(spec.name)!;
+      const env = { ...launcher.inherited, ...spec.env, ...identity.env, MCP_HTTP_PORT: '0', LOG_LEVEL: 'warn' };
       child = await spawnChild(spec, { env, onLine: () => {} });
     } catch (err) {
       await databases.release();

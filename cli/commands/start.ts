@@ -7,7 +7,9 @@ import { UserError } from '../errors.js';
 import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../groups.js';
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { formatTable, note } from '../output.js';
+import { createCredentialStore } from '../credentials.js';
 import { createRegistry, type Registry } from '../registry.js';
+import { prepareIdentities, type GroupIdentity } from '../roles.js';
 import { createLinePrefixer, createSupervisor, entryOf, type Slot } from '../supervisor.js';
 
 /** Options of `vcon-launch start`. */
@@ -37,10 +39,10 @@ function checkAgainstRunning(specs: GroupSpec[], registry: Registry): void {
 }
 
 /** The table printed once every group is healthy. */
-export function formatStartTable(rows: { group: string; label: string | null; schema: string; url: string; pid: number }[]): string {
+export function formatStartTable(rows: { group: string; label: string | null; schema: string; role: string; url: string; pid: number }[]): string {
   return formatTable(
-    ['GROUP', 'LABEL', 'SCHEMA', 'URL', 'PID'],
-    rows.map((r) => [r.group, r.label, r.schema, r.url, r.pid]),
+    ['GROUP', 'LABEL', 'SCHEMA', 'ROLE', 'URL', 'PID'],
+    rows.map((r) => [r.group, r.label, r.schema, r.role, r.url, r.pid]),
   );
 }
 
@@ -56,14 +58,21 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
 
   const t0 = Date.now();
   const databases = await openDatabases(specs);
+  let identities: Map<string, GroupIdentity>;
+  try {
+    // Foreground: the launcher holds the embedded cluster for its whole life and hands children a
+    // URL on it. Detached: the launcher leaves, so each child joins the cluster itself (with its
+    // role's name and password) and the last child to stop shuts it down.
+    identities = await prepareIdentities(specs, databases, { store: createCredentialStore(registry.dir), launcher, detach: opts.detach });
+  } catch (err) {
+    await databases.release();
+    throw err;
+  }
   const prefix = createLinePrefixer(specs.map((s) => s.name));
   const slots: Slot[] = specs.map((spec) => {
-    const env: Record<string, string> = { ...launcher.inherited, ...spec.env };
-    // Foreground: the launcher holds the embedded cluster for its whole life and hands children its
-    // URL. Detached: the launcher leaves, so each child joins the cluster itself and the last child
-    // to stop shuts it down.
-    if (!databases.isEmbedded(spec) || !opts.detach) env.DATABASE_URL = databases.urlOf(spec);
-    return { spec, env };
+    const identity = identities.get(spec.name)!;
+    const env: Record<string, string> = { ...launcher.inherited, ...spec.env, ...identity.env };
+    return { spec, env, role: identity.role };
   });
 
   let interrupted = false;
@@ -85,7 +94,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
       });
       started.push(child);
       slot.child = child;
-      registry.write(entryOf(slot.spec, child, { supervisorPid: opts.detach ? null : process.pid, logFile: logFile ?? null }));
+      registry.write(entryOf(slot.spec, child, { supervisorPid: opts.detach ? null : process.pid, logFile: logFile ?? null, role: slot.role }));
       return child;
     }),
   );
@@ -105,7 +114,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
 
   const ms = Date.now() - t0;
   process.stdout.write(
-    formatStartTable(slots.map((s) => ({ group: s.spec.name, label: s.child!.label, schema: s.child!.schema, url: s.child!.url, pid: s.child!.pid }))) + '\n',
+    formatStartTable(slots.map((s) => ({ group: s.spec.name, label: s.child!.label, schema: s.child!.schema, role: s.role, url: s.child!.url, pid: s.child!.pid }))) + '\n',
   );
   const basePaths = new Set(specs.map((s) => s.config.rest.basePath));
   note(

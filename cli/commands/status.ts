@@ -34,6 +34,7 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
         status,
         health: h.body,
         database: e.database,
+        role: e.role,
         env_file: e.env_file,
         started_at: e.started_at,
         supervisor_pid: e.supervisor_pid,
@@ -46,11 +47,11 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
 /** The status table: what the registry says next to what each instance reports about itself. */
 export function formatStatusTable(rows: GroupStatus[]): string {
   return formatTable(
-    ['GROUP', 'STATUS', 'PID', 'URL', 'SCHEMA', 'LABEL', 'DATABASE', 'REPORTED (schema / label / db)', 'MODE'],
+    ['GROUP', 'STATUS', 'PID', 'URL', 'SCHEMA', 'ROLE', 'LABEL', 'DATABASE', 'REPORTED (schema / label / db)', 'MODE'],
     rows.map((r) => {
       const h = (r.health ?? {}) as { schema?: string; instance?: string | null; database?: string };
       const reported = r.status === 'unreachable' ? 'no answer' : `${h.schema ?? '?'} / ${h.instance ?? '-'} / ${h.database ?? '?'}`;
-      return [r.group, r.status, r.pid, r.url, r.schema, r.label, r.database, reported, r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached'];
+      return [r.group, r.status, r.pid, r.url, r.schema, r.role, r.label, r.database, reported, r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached'];
     }),
   );
 }
@@ -60,7 +61,7 @@ export function registerStatus(program: Command): void {
   const cmd = program
     .command('status')
     .description("list running groups with each instance's live /health")
-    .option('--json', 'print a JSON array (group, pid, url, port, schema, label, status, health, ...)');
+    .option('--json', 'print a JSON array (group, pid, url, port, schema, role, label, status, health, ...)');
   addInstancesDirFlag(cmd);
   cmd.action(async (opts: { json?: boolean; instancesDir: string }) => {
     const rows = await collectStatus(resolveDir(opts.instancesDir), (group, pid) =>

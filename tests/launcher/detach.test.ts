@@ -27,7 +27,7 @@ describe('vcon-launch start --detach / status / stop', () => {
     const r = await ws.run(['start', '--all', '--detach']);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(Date.now() - t0).toBeLessThan(20_000);
-    expect(r.stdout).toMatch(/GROUP\s+LABEL\s+SCHEMA\s+URL\s+PID/);
+    expect(r.stdout).toMatch(/GROUP\s+LABEL\s+SCHEMA\s+ROLE\s+URL\s+PID/);
     const reg = ws.registry();
     expect(Object.keys(reg).sort()).toEqual(['one', 'two']);
     for (const e of Object.values(reg) as any[]) {
@@ -96,12 +96,12 @@ describe('vcon-launch start --detach / status / stop', () => {
   });
 
   test('when one group cannot start, --detach exits non-zero and leaves nothing running', async () => {
-    // Port 1 on localhost refuses connections: the child fails its migration and exits.
+    // Port 1 on localhost refuses connections: the launcher cannot provision the group's role.
     ws.writeEnv('broken', { SUPABASE_DB_SCHEMA: 'l_broken_never', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test' });
     const r = await ws.run(['start', '--group', 'one', '--group', 'broken', '--detach']);
     expect(r.exitCode).not.toBe(0);
-    expect(r.stderr).toMatch(/group broken: the server exited with code 1 before it was ready/);
-    expect(r.stderr).toContain('nothing is left running');
+    expect(r.stderr).toMatch(/group broken: cannot reach its database postgres@127\.0\.0\.1:1\/test: .*ECONNREFUSED/);
+    expect(r.stderr).not.toContain('unexpected error');
     expect(ws.registry()).toEqual({});
     expect(serverPidsForSchema(ws.schemas.one)).toEqual([]);
     expect(serverPidsForSchema('l_broken_never')).toEqual([]);

@@ -48,7 +48,7 @@ describe('vcon-launch start (foreground)', () => {
   });
 
   test('prints a table with both groups, each healthy on its own port, schema and label', async () => {
-    expect(stdout).toMatch(/GROUP\s+LABEL\s+SCHEMA\s+URL\s+PID/);
+    expect(stdout).toMatch(/GROUP\s+LABEL\s+SCHEMA\s+ROLE\s+URL\s+PID/);
     const reg = ws.registry();
     expect(Object.keys(reg).sort()).toEqual(['alpha', 'beta']);
     expect(reg.alpha.port).not.toBe(reg.beta.port);

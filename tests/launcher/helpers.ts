@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa, type Options } from 'execa';
 import { packageRoot } from '../../src/paths.js';
+import { dropGroupRoles } from '../../src/db/roles.js';
 import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
 
 export const CLI = path.join(packageRoot, 'dist', 'cli', 'index.js');
@@ -77,9 +78,8 @@ export function createWorkspace(groups: string[], extra: Record<string, Record<s
           /* gone */
         }
       }
-      const admin = adminSql();
-      for (const s of Object.values(schemas)) await admin.unsafe(`drop schema if exists "${s}" cascade`);
-      await admin.end();
+      // start/migrate made a role per group (cluster-wide): drop them with the schemas.
+      await dropProvisioned(Object.values(schemas));
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -139,18 +139,13 @@ export async function api(base: string, p: string, init: RequestInit & { json?: 
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
-/** Drops the given schemas and the roles `vcon-launch provision` made for them (test teardown). */
+/** Drops the given schemas and the roles the launcher or `provision` made for them (test teardown). */
 export async function dropProvisioned(schemas: string[]): Promise<void> {
   const admin = adminSql();
   try {
     for (const s of schemas) {
       await admin.unsafe(`drop schema if exists "${s}" cascade`);
-      const role = `vcon_${s}`;
-      const [exists] = await admin`select 1 from pg_roles where rolname = ${role}`;
-      if (exists) {
-        await admin.unsafe(`drop owned by "${role}"`);
-        await admin.unsafe(`drop role "${role}"`);
-      }
+      await dropGroupRoles(admin, s);
     }
   } finally {
     await admin.end();

@@ -1,0 +1,115 @@
+// Who each group's server connects as. By default the launcher makes every group its own
+// least-privileged role (src/db/roles.ts) with the admin URL it was given, and only the launcher
+// ever uses that URL. When the URL's user may not create roles, groups share its identity and the
+// launcher says so.
+import { createSql } from '../src/db/client.js';
+import { migrate } from '../src/db/migrate.js';
+import { isDatabaseUnavailable } from '../src/domain/errors.js';
+import {
+  adminPowers, groupRoleNames, openAdmin, otherGroupSchemas, provisionGroupRoles, userOfUrl, withCredentials, type AdminPowers,
+} from '../src/db/roles.js';
+import { newPassword, type CredentialStore, type GroupCredentials } from './credentials.js';
+import type { Databases } from './database.js';
+import type { LauncherEnvironment } from './environment.js';
+import { UserError } from './errors.js';
+import type { GroupSpec } from './groups.js';
+import { createNoteLog, note } from './output.js';
+
+/** The launcher variable that lets groups share a superuser connection on a shared database. */
+export const ALLOW_SHARED_SUPERUSER = 'VCON_LAUNCH_ALLOW_SHARED_SUPERUSER';
+/** The launcher variable that turns per-group roles off (`off`). */
+export const ROLES_VARIABLE = 'VCON_LAUNCH_ROLES';
+
+export interface GroupIdentity {
+  /** Variables the child gets over its env: the group's credentials, never the admin's. */
+  env: Record<string, string>;
+  /** The PostgreSQL user the group's server connects as. */
+  role: string;
+  /** role: its own least-privileged role; shared: the URL's user, as every other group on it. */
+  isolation: 'role' | 'shared';
+}
+
+/** Why a group cannot have its own role, or undefined when it can. */
+function whyShared(spec: GroupSpec, powers: AdminPowers, launcher: Pick<LauncherEnvironment, 'roles'>): string | undefined {
+  if (!launcher.roles) return `${ROLES_VARIABLE}=off`;
+  if (spec.config.db.schema === 'public') return 'its schema is public, which cannot belong to one group';
+  if (!powers.createRole) return `${powers.user} may not create roles`;
+  return undefined;
+}
+
+/**
+ * Migrates each group's schema as the admin and gives the group its roles (creating or realigning
+ * them, passwords from the store), or decides it shares the URL's identity. Refuses a superuser
+ * shared with other groups unless the operator opted in.
+ */
+export async function prepareIdentities(
+  specs: GroupSpec[],
+  databases: Databases,
+  opts: { store: CredentialStore; launcher: Pick<LauncherEnvironment, 'roles' | 'allowSharedSuperuser'>; detach?: boolean; rotate?: boolean; quiet?: boolean },
+): Promise<Map<string, GroupIdentity>> {
+  const out = new Map<string, GroupIdentity>();
+  for (const spec of specs) {
+    const schema = spec.config.db.schema;
+    const adminUrl = databases.urlOf(spec);
+    const names = groupRoleNames(schema);
+    // `vcon-launch provision` already put the group's own role in its env file.
+    if (userOfUrl(adminUrl) === names.role) {
+      out.set(spec.name, { env: { DATABASE_URL: adminUrl }, role: names.role, isolation: 'role' });
+      continue;
+    }
+    const admin = openAdmin(adminUrl);
+    try {
+      const powers = await adminPowers(admin);
+      const why = whyShared(spec, powers, opts.launcher);
+      if (why) {
+        if (powers.superuser && !opts.launcher.allowSharedSuperuser) {
+          const others = await otherGroupSchemas(admin, schema);
+          if (others.length) {
+            throw new UserError(
+              `group ${spec.name} would connect as superuser ${powers.user} to a database other groups use (schemas ${others.join(', ')}): ` +
+                `any query of one group could then read every group. Let the launcher give each group its own role (unset ${ROLES_VARIABLE}), ` +
+                `or accept the risk with ${ALLOW_SHARED_SUPERUSER}=yes`,
+            );
+          }
+        }
+        if (!opts.quiet) {
+          note(`group ${spec.name} connects as ${powers.user} (${why}): groups on this database share one identity, and isolation rests on the application only`);
+        }
+        out.set(spec.name, { env: { DATABASE_URL: adminUrl }, role: powers.user, isolation: 'shared' });
+        continue;
+      }
+      const pinned = createSql({ url: adminUrl, schema, max: 1, applicationName: `vcon-launch-migrate-${spec.name}`.slice(0, 60) });
+      try {
+        await migrate(pinned, schema, { log: createNoteLog(false) });
+      } finally {
+        await pinned.end({ timeout: 5 });
+      }
+      let creds = opts.store.get(spec.name);
+      if (!creds || creds.schema !== schema || creds.role !== names.role || creds.analyze_role !== names.analyzeRole || opts.rotate) {
+        creds = { schema, role: names.role, password: newPassword(), analyze_role: names.analyzeRole, analyze_password: newPassword() } satisfies GroupCredentials;
+      }
+      // Stored before PostgreSQL learns it: a crash in between leaves a password we still know.
+      opts.store.save(spec.name, creds);
+      const outcome = await provisionGroupRoles(admin, {
+        schema,
+        role: creds.role,
+        password: creds.password,
+        analyze: { role: creds.analyze_role, password: creds.analyze_password },
+      });
+      if (!outcome.tempFileLimit && !opts.quiet) note(`group ${spec.name}: ${powers.user} is not a superuser, so analyze runs without temp_file_limit`);
+      const env: Record<string, string> = { ANALYZE_DATABASE_USER: creds.analyze_role, ANALYZE_DATABASE_PASSWORD: creds.analyze_password };
+      // A detached child joins the embedded cluster itself (its port is known only then).
+      if (databases.isEmbedded(spec) && opts.detach) Object.assign(env, { DATABASE_USER: creds.role, DATABASE_PASSWORD: creds.password });
+      else env.DATABASE_URL = withCredentials(adminUrl, creds.role, creds.password);
+      out.set(spec.name, { env, role: creds.role, isolation: 'role' });
+    } catch (err) {
+      const e = err as Error & { code?: string };
+      if (isDatabaseUnavailable(e)) throw new UserError(`group ${spec.name}: cannot reach its database ${spec.databaseLabel}: ${e.message}`);
+      if (e.code === '42501') throw new UserError(`group ${spec.name}: the database URL's user may not create roles or change owners (${e.message})`);
+      throw err;
+    } finally {
+      await admin.end({ timeout: 5 });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,142 @@
+// Roles by default: on a URL whose user may create roles, `start` serves every group as its own
+// non-superuser role and never hands the admin URL to a server; without that power the groups
+// share one identity and the launcher (and `check`) say so; a shared superuser is refused unless
+// the operator opts in; `rotate` gives stopped groups new passwords.
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { adminSql, databaseUrl } from '../helpers/db.js';
+import { cliEnv, createWorkspace, type Workspace } from './helpers.js';
+
+/** The DATABASE_URL a running server process was given (Linux /proc). */
+const childEnv = (pid: number) =>
+  Object.fromEntries(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+
+describe('per-group roles by default', () => {
+  let ws: Workspace;
+  beforeAll(() => {
+    ws = createWorkspace(['ra', 'rb']);
+  });
+  afterAll(async () => {
+    await ws.run(['stop', '--all']);
+    await ws?.cleanup();
+  });
+
+  test('start serves each group as its own non-superuser role; the admin URL reaches no server', async () => {
+    const r = await ws.run(['start', '--all', '--detach']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const st = JSON.parse((await ws.run(['status', '--json'])).stdout) as { group: string; role: string; pid: number; status: string }[];
+    expect(st.map((s) => [s.group, s.role, s.status])).toEqual([
+      ['ra', `vcon_${ws.schemas.ra}`, 'healthy'],
+      ['rb', `vcon_${ws.schemas.rb}`, 'healthy'],
+    ]);
+    const admin = adminSql();
+    try {
+      for (const s of st) {
+        const env = childEnv(s.pid);
+        expect(new URL(env.DATABASE_URL).username).toBe(s.role);
+        expect(env.ANALYZE_DATABASE_USER).toBe(`vcon_${ws.schemas[s.group]}_analyze`);
+        expect(Object.values(env).join('\n')).not.toContain(databaseUrl());
+        const [role] = await admin`select rolsuper, rolcreaterole, rolcreatedb, rolreplication from pg_roles where rolname = ${s.role}`;
+        expect(role).toEqual({ rolsuper: false, rolcreaterole: false, rolcreatedb: false, rolreplication: false });
+        // Every connection the group's server holds is its role's.
+        const users = await admin<{ u: string }[]>`select distinct usename as u from pg_stat_activity where application_name = ${`vcon-label-${s.group}`}`;
+        expect(users.map((u) => u.u)).toEqual([s.role]);
+      }
+    } finally {
+      await admin.end();
+    }
+    const creds = path.join(ws.instancesDir, 'credentials', 'ra.json');
+    expect(statSync(creds).mode & 0o077).toBe(0);
+    expect(statSync(path.dirname(creds)).mode & 0o077).toBe(0);
+    expect(JSON.parse(readFileSync(creds, 'utf8'))).toMatchObject({ role: `vcon_${ws.schemas.ra}`, password: expect.stringMatching(/^[0-9a-f]{48}$/) });
+  }, 60_000);
+
+  test('rotate refuses a running group, then gives a stopped one new passwords it starts with', async () => {
+    const refused = await ws.run(['rotate', '--group', 'ra']);
+    expect(refused.exitCode).not.toBe(0);
+    expect(refused.stderr).toMatch(/stop ra first/);
+    expect((await ws.run(['stop', '--group', 'ra'])).exitCode).toBe(0);
+    const file = path.join(ws.instancesDir, 'credentials', 'ra.json');
+    const before = JSON.parse(readFileSync(file, 'utf8'));
+    const r = await ws.run(['rotate', '--group', 'ra']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const after = JSON.parse(readFileSync(file, 'utf8'));
+    expect(after.password).not.toBe(before.password);
+    expect(after.analyze_password).not.toBe(before.analyze_password);
+    const s = await ws.run(['start', '--group', 'ra', '--detach']);
+    expect(s.exitCode, s.stderr).toBe(0);
+  }, 60_000);
+});
+
+describe('without the power to create roles', () => {
+  const user = `vcon_t_plain_${randomBytes(4).toString('hex')}`;
+  let ws: Workspace;
+  beforeAll(async () => {
+    const admin = adminSql();
+    try {
+      // A user that may create schemas in the database but not roles (a typical application user).
+      await admin.unsafe(`create role "${user}" login`);
+      const [{ db }] = await admin`select current_database() as db`;
+      await admin.unsafe(`grant create on database "${db}" to "${user}"`);
+    } finally {
+      await admin.end();
+    }
+    ws = createWorkspace(['na', 'nb']);
+    const u = new URL(databaseUrl());
+    u.username = user;
+    ws.writeEnv('shared', { DATABASE_URL: u.toString(), API_KEYS: 'k', LOG_LEVEL: 'warn', EMBEDDINGS_PROVIDER: 'hashing' });
+  });
+  afterAll(async () => {
+    await ws.run(['stop', '--all']);
+    await ws?.cleanup();
+    const admin = adminSql();
+    try {
+      await admin.unsafe(`drop owned by "${user}" cascade`);
+      await admin.unsafe(`drop role if exists "${user}"`);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  test('check and start say the groups share one identity; status shows it', async () => {
+    const c = await ws.run(['check']);
+    expect(c.stdout).toMatch(new RegExp(`na\\.env: .*connects as ${user} \\(shared\\)\\n\\s+warning: groups on this database share one identity \\(${user} may not create roles\\): isolation rests on the application only`));
+    const r = await ws.run(['start', '--all', '--detach']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(new RegExp(`group na connects as ${user} \\(${user} may not create roles\\): groups on this database share one identity, and isolation rests on the application only`));
+    const st = JSON.parse((await ws.run(['status', '--json'])).stdout) as { role: string }[];
+    expect(st.map((s) => s.role)).toEqual([user, user]);
+  }, 60_000);
+});
+
+describe('a superuser shared by groups', () => {
+  let ws: Workspace;
+  beforeAll(() => {
+    ws = createWorkspace(['sa', 'sb']);
+  });
+  afterAll(async () => {
+    await ws.run(['stop', '--all']);
+    await ws?.cleanup();
+  });
+
+  test('is refused with roles off, unless the operator opts in', async () => {
+    const off = { ...cliEnv(), VCON_LAUNCH_ROLES: 'off' };
+    // The test database holds other groups' schemas (other test files): the superuser is shared.
+    const refused = await ws.run(['start', '--group', 'sa', '--group', 'sb', '--detach'], { env: off });
+    expect(refused.exitCode).not.toBe(0);
+    expect(refused.stderr).toMatch(/group sa would connect as superuser postgres to a database other groups use \(schemas [^)]+\)/);
+    expect(refused.stderr).toContain('VCON_LAUNCH_ALLOW_SHARED_SUPERUSER=yes');
+    expect(ws.registry()).toEqual({});
+    const allowed = await ws.run(['start', '--group', 'sa', '--group', 'sb', '--detach'], { env: { ...off, VCON_LAUNCH_ALLOW_SHARED_SUPERUSER: 'yes' } });
+    expect(allowed.exitCode, allowed.stderr).toBe(0);
+    const st = JSON.parse((await ws.run(['status', '--json'])).stdout) as { group: string; role: string }[];
+    expect(st.map((s) => [s.group, s.role])).toEqual([['sa', 'postgres'], ['sb', 'postgres']]);
+  }, 60_000);
+});
