@@ -8,7 +8,7 @@ import type { BuildInfo } from '../version.js';
 import { z } from 'zod';
 import { ForbiddenError } from '../domain/errors.js';
 import { validate } from '../domain/vcon.js';
-import { advertisedSchema, availableTools, TOOLS, type ToolDef, type ToolEnv } from './tools.js';
+import { advertisedSchema, TOOLS, type ToolDef, type ToolEnv } from './tools.js';
 import { registerResources } from './resources.js';
 import { toToolError, toToolResult, type ResultOptions } from './result.js';
 
@@ -37,8 +37,8 @@ const INSTRUCTIONS =
   'Resources: vcon://v1/vcons/{uuid} and its /dialog, /analysis, /attachments, /tags; vcon://v1/vcons/recent.';
 
 /** The tools a session of this scope is offered (plugin tools come on top for read-write). */
-export function toolsForScope(services: Services, scope: Scope): ToolDef[] {
-  return availableTools(services).filter((t) => scope === 'write' || t.scope === 'read');
+export function toolsForScope(scope: Scope): ToolDef[] {
+  return TOOLS.filter((t) => scope === 'write' || t.scope === 'read');
 }
 
 /** One MCP server bound to one caller: every tool and resource runs with that caller's ctx. */
@@ -57,7 +57,7 @@ export function buildMcpServer(deps: McpServerDeps, who: SessionIdentity): McpSe
     requestId: `${who.session}:${requestId}`,
   });
 
-  for (const tool of toolsForScope(services, who.scope)) {
+  for (const tool of toolsForScope(who.scope)) {
     server.registerTool(
       tool.name,
       { title: tool.title, description: tool.description, inputSchema: advertisedSchema(tool.input), annotations: { title: tool.title, ...tool.annotations } },

@@ -34,25 +34,10 @@ export interface ToolDef {
   /** 'write' tools are offered to read-write sessions only. */
   scope: 'read' | 'write';
   annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint: false };
-  /** The service operations behind it (`group.method`), for availability and the parity test. */
+  /** The service operations behind it (`group.method`), for the REST/MCP parity test. */
   operations: readonly string[];
   run(args: Args, ctx: RequestCtx, env: ToolEnv): Promise<Record<string, unknown>>;
 }
-
-type AnyOp = (...args: unknown[]) => Promise<unknown>;
-
-/**
- * The service operation `group.method`, bound to its group, or undefined while that service
- * doesn't exist (search, database and analytics land separately; their tools appear with them).
- */
-export function serviceOp(services: Services, path: string): AnyOp | undefined {
-  const [group, method] = path.split('.');
-  const g = (services as unknown as Record<string, Record<string, unknown> | undefined>)[group];
-  const fn = g?.[method];
-  return typeof fn === 'function' ? (fn as AnyOp).bind(g) : undefined;
-}
-
-const call = (env: ToolEnv, path: string, ...args: unknown[]) => serviceOp(env.services, path)!(...args);
 
 const READ = { readOnlyHint: true, openWorldHint: false } as const;
 const ADD = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false } as const;
@@ -104,7 +89,7 @@ const searchTool = (name: string, kind: 'content' | 'semantic' | 'hybrid', title
   scope: 'read',
   annotations: READ,
   operations: [`search.${kind}`],
-  run: async (args, ctx, env) => (await call(env, `search.${kind}`, args, ctx)) as Record<string, unknown>,
+  run: async (args, ctx, env) => ({ ...(await env.services.search[kind](args, ctx)) }),
 });
 
 const discoveryTool = (name: string, kind: DiscoveryKind, title: string, description: string): ToolDef => ({
@@ -122,18 +107,44 @@ const discoveryTool = (name: string, kind: DiscoveryKind, title: string, descrip
 const asData = (r: unknown): Record<string, unknown> =>
   r && typeof r === 'object' && !Array.isArray(r) && 'data' in r ? (r as Record<string, unknown>) : { data: r };
 
-const introspectionTool = (name: string, service: string, title: string, description: string, input: z.ZodRawShape = {}): ToolDef => ({
+type Introspection = (services: Services, args: Args, ctx: RequestCtx) => Promise<unknown>;
+
+const introspectionTool = (
+  name: string,
+  operation: string,
+  op: Introspection,
+  title: string,
+  description: string,
+  input: z.ZodRawShape = {},
+): ToolDef => ({
   name,
   title,
   description,
   input,
   scope: 'read',
   annotations: READ,
-  operations: [service],
-  run: async (args, ctx, env) => asData(service.startsWith('database.') ? await call(env, service, ctx) : await call(env, service, args, ctx)),
+  operations: [operation],
+  run: async (args, ctx, env) => asData(await op(env.services, args, ctx)),
 });
 
-/** Every tool of the MCP surface, including those whose service has not landed yet. */
+type Section = 'dialog' | 'analysis' | 'attachments';
+
+/** add_dialog, add_analysis, add_attachment: one append each, answered as {uuid, index, <item>}. */
+const appendTool = (section: Section, item: 'dialog' | 'analysis' | 'attachment', schema: z.ZodType, title: string, description: string): ToolDef => ({
+  name: `add_${item}`,
+  title,
+  description,
+  input: { uuid: uuidArg, [item]: schema },
+  scope: 'write',
+  annotations: ADD,
+  operations: ['vcons.append'],
+  run: async (args, ctx, env) => {
+    const r = await env.services.vcons.append(uuidParam(args.uuid), section, args[item], ctx);
+    return { uuid: r.uuid, index: r.index, [item]: r.item };
+  },
+});
+
+/** Every tool of the MCP surface. */
 export const TOOLS: readonly ToolDef[] = [
   // vCons
   {
@@ -215,51 +226,15 @@ export const TOOLS: readonly ToolDef[] = [
     operations: ['vcons.remove'],
     run: (args, ctx, env) => env.services.vcons.remove(uuidParam(args.uuid), ctx),
   },
-  {
-    name: 'add_dialog',
-    title: 'Add a dialog to a vCon',
-    description:
-      'Append one dialog (a recording, text message, transfer or incomplete call) to a vCon. type is required; party indexes must point ' +
-      'into the vCon\'s parties. Returns {uuid, index, dialog} with the index it was stored at.',
-    input: { uuid: uuidArg, dialog: Dialog.describe('The dialog object to append') },
-    scope: 'write',
-    annotations: ADD,
-    operations: ['vcons.append'],
-    run: async (args, ctx, env) => {
-      const r = await env.services.vcons.append(uuidParam(args.uuid), 'dialog', args.dialog, ctx);
-      return { uuid: r.uuid, index: r.index, dialog: r.item };
-    },
-  },
-  {
-    name: 'add_analysis',
-    title: 'Add an analysis to a vCon',
-    description:
-      'Append one analysis (summary, transcript, sentiment, ...) to a vCon. type and vendor are required; body must be a string ' +
-      '(serialise structured output as JSON and set encoding "json"); use `schema`, not `schema_version`. Returns {uuid, index, analysis}.',
-    input: { uuid: uuidArg, analysis: Analysis.describe('The analysis object to append') },
-    scope: 'write',
-    annotations: ADD,
-    operations: ['vcons.append'],
-    run: async (args, ctx, env) => {
-      const r = await env.services.vcons.append(uuidParam(args.uuid), 'analysis', args.analysis, ctx);
-      return { uuid: r.uuid, index: r.index, analysis: r.item };
-    },
-  },
-  {
-    name: 'add_attachment',
-    title: 'Add an attachment to a vCon',
-    description:
-      'Append one attachment to a vCon. Classify it with `purpose` (preferred; `type` is the legacy field). For tags use manage_tag ' +
-      'instead. Returns {uuid, index, attachment}.',
-    input: { uuid: uuidArg, attachment: Attachment.describe('The attachment object to append') },
-    scope: 'write',
-    annotations: ADD,
-    operations: ['vcons.append'],
-    run: async (args, ctx, env) => {
-      const r = await env.services.vcons.append(uuidParam(args.uuid), 'attachments', args.attachment, ctx);
-      return { uuid: r.uuid, index: r.index, attachment: r.item };
-    },
-  },
+  appendTool('dialog', 'dialog', Dialog.describe('The dialog object to append'), 'Add a dialog to a vCon',
+    'Append one dialog (a recording, text message, transfer or incomplete call) to a vCon. type is required; party indexes must point ' +
+    'into the vCon\'s parties. Returns {uuid, index, dialog} with the index it was stored at.'),
+  appendTool('analysis', 'analysis', Analysis.describe('The analysis object to append'), 'Add an analysis to a vCon',
+    'Append one analysis (summary, transcript, sentiment, ...) to a vCon. type and vendor are required; body must be a string ' +
+    '(serialise structured output as JSON and set encoding "json"); use `schema`, not `schema_version`. Returns {uuid, index, analysis}.'),
+  appendTool('attachments', 'attachment', Attachment.describe('The attachment object to append'), 'Add an attachment to a vCon',
+    'Append one attachment to a vCon. Classify it with `purpose` (preferred; `type` is the legacy field). For tags use manage_tag ' +
+    'instead. Returns {uuid, index, attachment}.'),
   {
     name: 'get_analysis',
     title: 'Get the analyses of a vCon',
@@ -409,13 +384,13 @@ export const TOOLS: readonly ToolDef[] = [
     'semantic_rank. Returns {count, results, pagination}.'),
 
   // Database and analytics
-  introspectionTool('get_database_shape', 'database.shape', 'Database shape',
+  introspectionTool('get_database_shape', 'database.shape', (sv, _a, ctx) => sv.database.shape(ctx), 'Database shape',
     'Tables, columns, indexes, row estimates and sizes of this instance\'s schema. Returns {data}.'),
-  introspectionTool('get_database_stats', 'database.stats', 'Database statistics',
+  introspectionTool('get_database_stats', 'database.stats', (sv, _a, ctx) => sv.database.stats(ctx), 'Database statistics',
     'Performance statistics of this instance\'s schema: scans, cache hit ratio, index usage. Returns {data}.'),
-  introspectionTool('get_database_size', 'database.size', 'Database size',
+  introspectionTool('get_database_size', 'database.size', (sv, _a, ctx) => sv.database.size(ctx), 'Database size',
     'Sizes of this instance\'s tables and indexes, with recommendations. Returns {data}.'),
-  introspectionTool('get_database_health', 'database.health', 'Database health',
+  introspectionTool('get_database_health', 'database.health', (sv, _a, ctx) => sv.database.health(ctx), 'Database health',
     'Health metrics of this instance\'s schema: bloat, unused indexes, connections, with recommendations. Returns {data}.'),
   {
     name: 'analyze_query',
@@ -431,19 +406,19 @@ export const TOOLS: readonly ToolDef[] = [
     scope: 'write',
     annotations: { readOnlyHint: true, openWorldHint: false },
     operations: ['database.analyze'],
-    run: async (args, ctx, env) => asData(await call(env, 'database.analyze', { query: args.query, analyze: args.analyze }, ctx)),
+    run: async (args, ctx, env) => asData(await env.services.database.analyze({ query: args.query, analyze: args.analyze }, ctx)),
   },
-  introspectionTool('get_analytics', 'analytics.all', 'Analytics dashboard',
+  introspectionTool('get_analytics', 'analytics.all', (sv, a, ctx) => sv.analytics.all(a, ctx), 'Analytics dashboard',
     'All analytics at once: totals, growth, content, tags and attachments, computed from this instance\'s data. Returns {data}.',
     { ...growthArgs, ...rangeArgs, ...tagAnalyticsArgs }),
-  introspectionTool('get_growth_analytics', 'analytics.growth', 'Growth analytics',
+  introspectionTool('get_growth_analytics', 'analytics.growth', (sv, a, ctx) => sv.analytics.growth(a, ctx), 'Growth analytics',
     'How many vCons were created per day, week or month over the last months_back months. Returns {data}.', growthArgs),
-  introspectionTool('get_content_analytics', 'analytics.content', 'Content analytics',
+  introspectionTool('get_content_analytics', 'analytics.content', (sv, a, ctx) => sv.analytics.content(a, ctx), 'Content analytics',
     'Dialog, analysis, party and conversation metrics (types, durations, vendors, counts), optionally for a created_at range. Returns {data}.',
     rangeArgs),
-  introspectionTool('get_tag_analytics', 'analytics.tags', 'Tag analytics',
+  introspectionTool('get_tag_analytics', 'analytics.tags', (sv, a, ctx) => sv.analytics.tags(a, ctx), 'Tag analytics',
     'Tag usage: the top keys and values and how many vCons carry them. Returns {data}.', tagAnalyticsArgs),
-  introspectionTool('get_attachment_analytics', 'analytics.attachments', 'Attachment analytics',
+  introspectionTool('get_attachment_analytics', 'analytics.attachments', (sv, a, ctx) => sv.analytics.attachments(a, ctx), 'Attachment analytics',
     'Attachment usage by purpose, legacy type, encoding and media type, with sizes. Returns {data}.'),
 
   // Schema, examples, version, health
@@ -498,14 +473,6 @@ export const TOOLS: readonly ToolDef[] = [
     },
   },
 ];
-
-/** Service operations that are not service methods (answered from build info). */
-const NON_SERVICE = new Set(['version']);
-
-/** The tools whose service exists in this instance (checked when a server is built). */
-export function availableTools(services: Services): ToolDef[] {
-  return TOOLS.filter((t) => t.operations.every((op) => NON_SERVICE.has(op) || serviceOp(services, op) !== undefined));
-}
 
 const jsonSchemaCache = new WeakMap<z.ZodType, Record<string, unknown>>();
 
