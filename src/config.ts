@@ -101,6 +101,7 @@ export const EnvSchema = z.object({
     .transform((v) => v?.trim() || '127.0.0.1'),
   MCP_HTTP_PORT: int(3000, 0, 65535),
   MCP_READONLY: bool(false),
+  MCP_HTTP_STATELESS: bool(false),
   CORS_ORIGIN: z
     .string()
     .optional()
@@ -172,7 +173,14 @@ export interface Config {
   envFile: string | undefined;
   dataDir: string;
   rest: { enabled: boolean; basePath: string; bodyLimit: number };
-  mcp: { transport: 'stdio' | 'http'; host: string; port: number; readOnly: boolean };
+  mcp: {
+    transport: 'stdio' | 'http';
+    host: string;
+    port: number;
+    readOnly: boolean;
+    /** Streamable HTTP without sessions: every POST stands alone, so any replica can answer it. */
+    stateless: boolean;
+  };
   cors: { origins: '*' | string[] };
   auth: { required: boolean; keys: string[]; readOnlyKeys: string[]; header: string };
   db: {
@@ -245,7 +253,7 @@ export function parseConfig(env: EnvInput): Config {
     envFile: e.ENV_FILE,
     dataDir: path.resolve(e.VCON_DATA_DIR ?? path.join(packageRoot, '.vcon')),
     rest: { enabled: e.REST_API_ENABLED, basePath: e.REST_API_BASE_PATH, bodyLimit: e.REST_API_BODY_LIMIT },
-    mcp: { transport: e.MCP_TRANSPORT, host: e.MCP_HTTP_HOST, port: e.MCP_HTTP_PORT, readOnly: e.MCP_READONLY },
+    mcp: { transport: e.MCP_TRANSPORT, host: e.MCP_HTTP_HOST, port: e.MCP_HTTP_PORT, readOnly: e.MCP_READONLY, stateless: e.MCP_HTTP_STATELESS },
     cors: { origins: e.CORS_ORIGIN },
     auth: { required: e.API_AUTH_REQUIRED, keys: e.API_KEYS, readOnlyKeys: e.API_KEYS_READONLY, header: e.API_KEY_HEADER },
     db: {

@@ -1,6 +1,8 @@
 // MCP over Streamable HTTP at /mcp, beside REST on the same express app. One transport and one
 // McpServer per session, so sessions are independent and many can run at once. A session is
 // opened with an API key, keeps that key's scope, and answers only to that key.
+// MCP_HTTP_STATELESS=true drops sessions: each POST gets its own server, built for the scope of the
+// key it carries, and ends with its answer, so a balancer may send any request to any replica.
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -190,6 +192,26 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
     if (!session) await server.close().catch(() => undefined);
   };
 
+  /** Stateless mode: one throwaway server per POST, scoped by the key that request carries. */
+  const statelessPost: RequestHandler = async (req, res) => {
+    const info = res.locals.auth as AuthInfo;
+    const server = buildMcpServer(opts, { scope: info.scope, keyId: info.keyId, session: `stateless-${randomUUID()}` });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.once('close', () => void server.close().catch(() => undefined));
+    await server.connect(transport);
+    req.auth = authOf(info);
+    await transport.handleRequest(req, res, req.body);
+  };
+
+  /** Stateless mode has no session to stream to or delete. */
+  const noSessions: RequestHandler = (req, res) => {
+    res.setHeader('Allow', 'POST, OPTIONS');
+    sendError(req, res, 405, 'method_not_allowed', `${req.method} ${MCP_PATH} needs a session; this server runs MCP without sessions (MCP_HTTP_STATELESS)`, {
+      hint: 'Send every request as a POST; there is no session to open, stream or close',
+      production,
+    });
+  };
+
   const getOrDelete: RequestHandler = async (req, res) => {
     const s = existing(req, res);
     if (s) await handle(s, req, res);
@@ -202,13 +224,10 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
 
   return {
     mount(app) {
-      app
-        .route(MCP_PATH)
-        .all(cors, available)
-        .post(auth, json, post)
-        .get(auth, getOrDelete)
-        .delete(auth, getOrDelete)
-        .all(methodNotAllowed);
+      const route = app.route(MCP_PATH).all(cors, available);
+      if (config.mcp.stateless) route.post(auth, json, statelessPost).get(auth, noSessions).delete(auth, noSessions);
+      else route.post(auth, json, post).get(auth, getOrDelete).delete(auth, getOrDelete);
+      route.all(methodNotAllowed);
     },
     stats() {
       let read = 0;
