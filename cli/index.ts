@@ -13,6 +13,7 @@ import { registerProvision } from './commands/provision.js';
 import { registerImport } from './commands/import.js';
 import { registerCheck } from './commands/check.js';
 import { registerRotate } from './commands/rotate.js';
+import { registerExport } from './commands/export.js';
 
 const readVersion = () =>
   (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerImport(program);
   registerCheck(program);
   registerRotate(program);
+  registerExport(program);
   return program;
 }
 

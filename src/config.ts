@@ -160,6 +160,8 @@ export const EnvSchema = z.object({
   EMBEDDINGS_API_KEY: optionalString,
   EMBEDDINGS_DIMENSIONS: int(0, 0, 8192),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 100, 600_000),
+  // How many processes serve this group (the launcher's --replicas default, the exported Deployment's replicas).
+  VCON_REPLICAS: int(1, 1, 64),
   STATEMENT_TIMEOUT_MS: int(30_000, 100, 3_600_000),
 });
 
@@ -203,6 +205,8 @@ export interface Config {
     dimensions: number;
   };
   shutdownTimeoutMs: number;
+  /** Processes that serve this group at once (read by the launcher and export, not by the server). */
+  replicas: number;
 }
 
 /** Thrown when the environment is invalid; lists every bad variable. */
@@ -274,6 +278,7 @@ export function parseConfig(env: EnvInput): Config {
       dimensions: e.EMBEDDINGS_DIMENSIONS,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    replicas: e.VCON_REPLICAS,
   };
 }
 
