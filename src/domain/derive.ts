@@ -26,8 +26,8 @@ export interface Derived {
 /** Longest text we index per unit; tsvector has a 1 MB limit and snippets need only the start. */
 export const MAX_UNIT_CHARS = 100_000;
 
-// PostgreSQL text can't hold NUL: derived copies drop it (the stored document keeps it, escaped).
-// Lone surrogates (invalid UTF-16) become U+FFFD: PostgreSQL can't store them as text either.
+// PostgreSQL text can't hold NUL or lone surrogates. Validation refuses both (domain/text.ts); the
+// derived copies still drop NUL and turn lone surrogates into U+FFFD, for documents stored before.
 const noNul = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s).toWellFormed();
 const str = (v: unknown): string | null => (typeof v === 'string' ? noNul(v) : null);
 /** Classification values (types, purposes, vendors) are indexed: keep them short enough for a btree. */

@@ -72,9 +72,40 @@ const UNAVAILABLE_CODES = new Set([
   '53300', // too_many_connections
 ]);
 
+/** `instanceof` for any thrown value: a proxy's getPrototypeOf trap may throw. */
+export function isInstance<T>(err: unknown, cls: abstract new (...args: never[]) => T): err is T {
+  try {
+    return err instanceof cls;
+  } catch {
+    return false;
+  }
+}
+
+/** A property of any thrown value, or undefined (null, primitives, a getter or proxy that throws). */
+export function propOf(err: unknown, key: string): unknown {
+  if ((typeof err !== 'object' && typeof err !== 'function') || err === null) return undefined;
+  try {
+    return (err as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
+  }
+}
+
+/** A one-line description of any thrown value (Error or not, message or not); never throws. */
+export function describeThrown(err: unknown): string {
+  const message = propOf(err, 'message');
+  if (typeof message === 'string' && message !== '') return message;
+  try {
+    return typeof err === 'string' ? err : String(err);
+  } catch {
+    // Object.create(null), a proxy that throws, a symbol's description gone wrong
+    return 'a value that cannot be printed';
+  }
+}
+
 /** True when an error means "the database is not reachable right now" (→ 503, not 500). */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
-  if (!code) return false;
+  const code = propOf(err, 'code');
+  if (typeof code !== 'string') return false;
   return UNAVAILABLE_CODES.has(code) || code.startsWith('08');
 }

@@ -2,7 +2,9 @@
 // MCP passes typed values: both go through the same schemas.
 import { z } from 'zod';
 import { AppError, InvalidParameterError } from './errors.js';
-import { isDateTime, parseDateTime, Uuid } from './vcon.js';
+import { dateBound } from './dates.js';
+import { textProblem } from './text.js';
+import { Uuid } from './vcon.js';
 
 export const MAX_PAGE = 100;
 export const TAG_PAGING_CAP = 100_000;
@@ -37,7 +39,8 @@ export function boolParam(name: string, value: unknown, def: boolean): boolean {
 export function stringParam(name: string, value: unknown, opts: { max?: number; min?: number } = {}): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string') fail({ parameter: name, problem: 'must be a string' });
-  if (value.includes('\u0000')) fail({ parameter: name, problem: 'must not contain NUL characters' });
+  const bad = textProblem(value);
+  if (bad) fail({ parameter: name, problem: bad });
   if (opts.min !== undefined && value.length < opts.min) fail({ parameter: name, problem: `must be at least ${opts.min} character(s)` });
   if (value.length > (opts.max ?? 1000)) fail({ parameter: name, problem: `must be at most ${opts.max ?? 1000} characters` });
   return value;
@@ -49,28 +52,16 @@ export function enumParam<T extends string>(name: string, value: unknown, allowe
   return fail({ parameter: name, problem: `must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}` });
 }
 
-const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-
 /**
- * A date filter: a full date-time, or a date alone. As a start a date means that day's 00:00 UTC;
- * as an end it covers the whole day (the bound is exclusive next midnight).
+ * A date filter: a full date-time, or a date alone (rules in dates.ts: as a start a date means that
+ * day's 00:00 UTC, as an end it covers the whole day; years 0001-9999 after the offset).
  */
 export function dateParam(name: string, value: unknown, edge: 'start' | 'end'): Date | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   if (typeof value !== 'string') fail({ parameter: name, problem: 'must be a date (YYYY-MM-DD) or an RFC 3339 date-time' });
-  const m = DATE_ONLY.exec(value);
-  if (m) {
-    const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
-    if (d.getUTCMonth() !== Number(m[2]) - 1 || d.getUTCDate() !== Number(m[3])) {
-      fail({ parameter: name, problem: `is not a real calendar date: ${JSON.stringify(value)}` });
-    }
-    if (edge === 'end') d.setUTCDate(d.getUTCDate() + 1);
-    return d;
-  }
-  if (!isDateTime(value)) fail({ parameter: name, problem: `must be a date (YYYY-MM-DD) or an RFC 3339 date-time, got ${JSON.stringify(value.slice(0, 60))}` });
-  const d = parseDateTime(value);
-  // An exact end instant is inclusive: move the exclusive bound just past it.
-  return edge === 'end' ? new Date(d.getTime() + 1) : d;
+  const r = dateBound(value, edge);
+  if ('problem' in r) fail({ parameter: name, problem: r.problem });
+  return r.date;
 }
 
 /** The `tags` filter: a JSON object of key to value (string, number or boolean). */
@@ -105,7 +96,8 @@ export function checkTagKey(parameter: string, key: string): string {
   if (key === '') fail({ parameter, problem: 'tag key must not be empty' });
   if (key.includes(':')) fail({ parameter, problem: 'tag key must not contain ":"' });
   if (key.length > 200) fail({ parameter, problem: 'tag key must be at most 200 characters' });
-  if (key.includes('\u0000')) fail({ parameter, problem: 'tag key must not contain NUL characters' });
+  const bad = textProblem(key);
+  if (bad) fail({ parameter, problem: `tag key ${bad}` });
   return key;
 }
 

@@ -4,40 +4,26 @@
 // and unknown fields survive untouched.
 import { z } from 'zod';
 import { ValidationError, formatPath, type ErrorDetail } from './errors.js';
+import { RANGE_PROBLEM, dateTimeProblem, isDateTime, parseDateTime } from './dates.js';
+import { unstorableText } from './text.js';
+
+export { isDateTime, parseDateTime };
 
 const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-const DATE_TIME_RE =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/;
 // No regex flags: the pattern goes into the JSON Schema and OpenAPI documents as written.
 const MEDIA_TYPE_RE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;[\s\S]*)?$/;
 
 export const DIALOG_TYPES = ['recording', 'recording-set', 'text', 'transfer', 'incomplete'] as const;
 export const ENCODINGS = ['base64url', 'json', 'none'] as const;
 
-/** True for RFC 3339 / ISO 8601 date-times with a real calendar date; a missing offset means UTC. */
-export function isDateTime(s: string): boolean {
-  const m = DATE_TIME_RE.exec(s);
-  if (!m) return false;
-  const [, y, mo, d, h, mi, sec] = m.map(Number);
-  // Year 0000 is valid ISO 8601 but not a PostgreSQL timestamp.
-  if (y < 1 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || (sec || 0) > 60) return false;
-  const days = new Date(Date.UTC(y, mo, 0)).getUTCDate();
-  return d <= days && !Number.isNaN(parseDateTime(s).getTime());
-}
-
-/** Parses a validated date-time; without an offset it is read as UTC (API.md). */
-export function parseDateTime(s: string): Date {
-  const hasOffset = /([Zz]|[+-]\d{2}:?\d{2})$/.test(s);
-  let iso = s.replace(' ', 'T');
-  // Normalise "+hhmm" to "+hh:mm" for Date.parse.
-  iso = iso.replace(/([+-]\d{2})(\d{2})$/, '$1:$2');
-  return new Date(hasOffset ? iso : `${iso}Z`);
-}
+/** Longest dialog duration accepted, in seconds (about 31.7 years): larger values are mistakes, and sums of them overflow. */
+export const MAX_DURATION_S = 1e9;
 
 export const Uuid = z.string().regex(UUID_RE, 'must be a UUID (8-4-4-4-12 hexadecimal digits)');
 export const DateTime = z
   .string({ error: 'must be a date-time string' })
-  .refine(isDateTime, 'must be an RFC 3339 date-time such as 2025-01-31T14:05:00Z');
+  .refine((s) => dateTimeProblem(s) !== 'format', { message: 'must be an RFC 3339 date-time such as 2025-01-31T14:05:00Z', abort: true })
+  .refine((s) => dateTimeProblem(s) !== 'range', RANGE_PROBLEM);
 const MediaType = z
   .string({ error: 'must be a media type string' })
   .regex(MEDIA_TYPE_RE, 'must be a media type like text/plain or audio/x-wav');
@@ -62,7 +48,11 @@ export const Dialog = z
   .looseObject({
     type: z.enum(DIALOG_TYPES, { error: `must be one of ${DIALOG_TYPES.join(', ')}` }),
     start: DateTime.optional(),
-    duration: z.number({ error: 'must be a number of seconds' }).min(0, 'must be ≥ 0').optional(),
+    duration: z
+      .number({ error: 'must be a number of seconds' })
+      .min(0, 'must be ≥ 0')
+      .max(MAX_DURATION_S, `must be at most ${MAX_DURATION_S} seconds`)
+      .optional(),
     parties: IndexOrList.optional(),
     originator: Index.optional(),
     mediatype: MediaType.optional(),
@@ -191,11 +181,15 @@ export function toDetails(error: z.ZodError, prefix: (string | number)[] = []): 
   return out;
 }
 
-/** Throws a ValidationError listing every problem, or returns the parsed value. */
+/**
+ * Throws a ValidationError listing every problem, or returns the parsed value. Besides the schema,
+ * every field name and string anywhere in the value must be text PostgreSQL can hold (text.ts).
+ */
 export function validate<T extends z.ZodType>(schema: T, value: unknown, what: string, prefix: (string | number)[] = []): z.infer<T> {
   const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const details = toDetails(r.error, prefix);
+  const text = unstorableText(value, prefix);
+  if (r.success && text.length === 0) return r.data;
+  const details = [...(r.success ? [] : toDetails(r.error, prefix)), ...text];
   const head = details.slice(0, 3).map((d) => `${d.path}: ${d.message}`).join('; ');
   const more = details.length > 3 ? ` (and ${details.length - 3} more)` : '';
   throw new ValidationError(`Invalid ${what}: ${head}${more}`, details);

@@ -2,7 +2,7 @@
 // `isError: true` carrying the error codes of REST (API.md "Envelopes"); resource failures are
 // JSON-RPC errors with the same code in their message and data.
 import { McpError, ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { AppError, isDatabaseUnavailable, type ErrorDetail } from '../domain/errors.js';
+import { AppError, describeThrown, isDatabaseUnavailable, isInstance, type ErrorDetail } from '../domain/errors.js';
 import type { Logger } from '../logger.js';
 
 /** Structured error content of a failed tool call: the REST error body without `success`. */
@@ -34,24 +34,31 @@ export function toToolResult(value: unknown): CallToolResult {
   };
 }
 
-/** Any thrown value as the REST error body: typed errors keep their code, the rest are 500/503. */
+/** The body when mapping an error failed: fixed text, nothing left to throw. */
+const BARE_500 = (): { status: number; body: ToolErrorContent } => ({ status: 500, body: { error: 'internal_error', message: 'An unexpected error occurred' } });
+
+/** Any thrown value (of any shape) as the REST error body: typed errors keep their code, the rest are 500/503. Never throws. */
 export function toErrorContent(err: unknown, opts: ResultOptions): { status: number; body: ToolErrorContent } {
-  if (err instanceof AppError) {
-    const body: ToolErrorContent = { error: err.code, message: err.message };
-    if (err.details?.length) body.details = err.details;
-    if (err.hint && !opts.production) body.hint = err.hint;
-    return { status: err.status, body };
+  try {
+    if (isInstance(err, AppError)) {
+      const body: ToolErrorContent = { error: err.code, message: err.message };
+      if (err.details?.length) body.details = err.details;
+      if (err.hint && !opts.production) body.hint = err.hint;
+      return { status: err.status, body };
+    }
+    const detail = describeThrown(err);
+    if (isDatabaseUnavailable(err)) {
+      opts.log.warn({ err: detail }, 'database unavailable');
+      return { status: 503, body: { error: 'database_unavailable', message: 'The database is not reachable; try again shortly' } };
+    }
+    opts.log.error({ err: isInstance(err, Error) ? err : detail }, 'unhandled error in an MCP call');
+    return {
+      status: 500,
+      body: { error: 'internal_error', message: opts.production ? 'An unexpected error occurred' : `An unexpected error occurred: ${detail}` },
+    };
+  } catch {
+    return BARE_500();
   }
-  if (isDatabaseUnavailable(err)) {
-    opts.log.warn({ err: (err as Error).message }, 'database unavailable');
-    return { status: 503, body: { error: 'database_unavailable', message: 'The database is not reachable; try again shortly' } };
-  }
-  opts.log.error({ err }, 'unhandled error in an MCP call');
-  const detail = (err as Error)?.message ?? String(err);
-  return {
-    status: 500,
-    body: { error: 'internal_error', message: opts.production ? 'An unexpected error occurred' : `An unexpected error occurred: ${detail}` },
-  };
 }
 
 /** A failed tool call: text `code: message` (with details) and the structured error body. */
@@ -80,7 +87,7 @@ export class ProtocolError extends Error {
 
 /** A failed resource read as a JSON-RPC error: 404 → -32002, 4xx → invalid params, else internal. */
 export function toProtocolError(err: unknown, opts: ResultOptions): Error {
-  if (err instanceof McpError || err instanceof ProtocolError) return err;
+  if (isInstance(err, McpError) || isInstance(err, ProtocolError)) return err;
   const { status, body } = toErrorContent(err, opts);
   const code = status === 404 ? RESOURCE_NOT_FOUND : status >= 400 && status < 500 ? ErrorCode.InvalidParams : ErrorCode.InternalError;
   return new ProtocolError(code, `${body.error}: ${body.message}`, body);

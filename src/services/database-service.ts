@@ -1,7 +1,7 @@
 // Database introspection of this instance's schema (API.md "Database and analytics"): shape,
 // statistics, sizes, health, and the plan of one read-only statement. Figures come from the
 // catalog of this schema only; thresholds below turn them into alerts and recommendations.
-import { ValidationError, type ErrorDetail } from '../domain/errors.js';
+import { isDatabaseUnavailable, ValidationError, type ErrorDetail } from '../domain/errors.js';
 import { boolParam } from '../domain/queries.js';
 import type { RequestCtx } from './context.js';
 import type {
@@ -300,9 +300,12 @@ export function checkReadOnlyStatement(query: string): string {
   return statement;
 }
 
-/** SQLSTATE classes that mean "the caller's statement is wrong", reported as 400. */
+/**
+ * Any PostgreSQL error of the caller's statement (a SQLSTATE of any class, XX000 from
+ * pg_describe_object included) is reported as 400; only an outage (08, 57P0x, 53300) is not.
+ */
 function isCallerSqlError(code: string): boolean {
-  return ['42', '22', '0A', '54', '3F', '21', '2F', '38', '39', 'P0', '44', '55', '25', '57014'].some((p) => code.startsWith(p));
+  return /^[0-9A-Z]{5}$/.test(code) && !isDatabaseUnavailable({ code });
 }
 
 // ---------------------------------------------------------------------------------------------

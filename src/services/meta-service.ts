@@ -18,7 +18,8 @@ export function createMetaService() {
       return schema;
     },
     example(type: string): JsonObject {
-      const ex = EXAMPLES[type];
+      // Own keys only: `constructor` or `toString` must not find Object.prototype's.
+      const ex = Object.hasOwn(EXAMPLES, type) ? EXAMPLES[type] : undefined;
       if (!ex) throw new NotFoundError('example', type, `Known types: ${EXAMPLE_TYPES.join(', ')}`);
       return structuredClone(ex);
     },

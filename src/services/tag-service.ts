@@ -1,5 +1,6 @@
 import { NotFoundError, ValidationError } from '../domain/errors.js';
 import { isTagsAttachment, MAX_TAG_VALUE_CHARS, readTags } from '../domain/derive.js';
+import { textProblem } from '../domain/text.js';
 import { checkTagKey, intParam, tagsParam, MAX_PAGE } from '../domain/queries.js';
 import type { JsonObject } from '../domain/vcon.js';
 import { runHook, type Plugin } from '../plugins/hooks.js';
@@ -33,9 +34,8 @@ const tagValue = (v: unknown): string => {
   if (typeof v === 'string' && v.length > MAX_TAG_VALUE_CHARS) {
     throw new ValidationError(`value must be at most ${MAX_TAG_VALUE_CHARS} characters`, [{ path: 'value', message: `must be at most ${MAX_TAG_VALUE_CHARS} characters` }]);
   }
-  if (typeof v === 'string' && v.includes('\u0000')) {
-    throw new ValidationError('value must not contain NUL characters', [{ path: 'value', message: 'must not contain NUL characters' }]);
-  }
+  const bad = typeof v === 'string' ? textProblem(v) : undefined;
+  if (bad) throw new ValidationError(`value ${bad}`, [{ path: 'value', message: bad }]);
   if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return String(v);
   throw new ValidationError('value must be a string, number or boolean', [{ path: 'value', message: 'must be a string, number or boolean' }]);
 };
@@ -64,7 +64,7 @@ export function createTagService(deps: { vcons: VconService; repo: TagReadRepo; 
 
     async getOne(uuid: string, key: string, ctx: RequestCtx): Promise<string> {
       const tags = await this.get(uuid, ctx);
-      if (!(key in tags)) throw new NotFoundError('tag', `${key} on vCon ${uuid}`);
+      if (!Object.hasOwn(tags, key)) throw new NotFoundError('tag', `${key} on vCon ${uuid}`);
       return tags[key];
     },
 

@@ -1,0 +1,62 @@
+// Dates and date-times, one set of rules for documents (created_at, dialog start) and filters
+// (start_date, end_date). An instant must lie in years 0001-9999 after its offset is applied:
+// what both a PostgreSQL timestamptz and JavaScript's ISO strings (which postgres.js sends) hold.
+
+/** 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z, in ms since the epoch. */
+export const MIN_INSTANT = Date.parse('0001-01-01T00:00:00.000Z');
+export const MAX_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+export const RANGE_PROBLEM = 'must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z once its offset is applied';
+
+const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/;
+const DATE_ONLY_RE = /^\d{4}-\d{2}-\d{2}$/;
+
+export const inInstantRange = (d: Date): boolean => d.getTime() >= MIN_INSTANT && d.getTime() <= MAX_INSTANT;
+
+/** Parses a date-time of DATE_TIME_RE's shape; without an offset it is read as UTC (API.md). */
+export function parseDateTime(s: string): Date {
+  const hasOffset = /([Zz]|[+-]\d{2}:?\d{2})$/.test(s);
+  // Normalise "+hhmm" to "+hh:mm" for Date.parse.
+  const iso = s.replace(' ', 'T').replace(/([+-]\d{2})(\d{2})$/, '$1:$2');
+  return new Date(hasOffset ? iso : `${iso}Z`);
+}
+
+/** Why a string is not a storable RFC 3339 date-time, or undefined when it is. */
+export function dateTimeProblem(s: string): 'format' | 'range' | undefined {
+  const m = DATE_TIME_RE.exec(s);
+  if (!m) return 'format';
+  const [, y, mo, d, h, mi, sec] = m.map(Number);
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || (sec || 0) > 60) return 'format';
+  // Days of that month (year 2000 stands in for years below 100, which Date.UTC maps to 19xx;
+  // the leap rule is the same for y and y + 2000).
+  if (d > new Date(Date.UTC(2000 + (y % 400), mo, 0)).getUTCDate()) return 'format';
+  const t = parseDateTime(s);
+  if (Number.isNaN(t.getTime())) return 'format';
+  return inInstantRange(t) ? undefined : 'range';
+}
+
+/** True for RFC 3339 / ISO 8601 date-times with a real calendar date, in range after the offset. */
+export const isDateTime = (s: string): boolean => dateTimeProblem(s) === undefined;
+
+/**
+ * A date filter bound: a full date-time, or a date alone. As a start a date means that day's
+ * 00:00 UTC; as an end it covers the whole day (the bound is exclusive: the next midnight), and an
+ * exact end instant is inclusive (the bound is 1 ms later). An end bound past the last storable
+ * instant is no bound at all (`date` undefined): nothing stored lies beyond it.
+ */
+export function dateBound(value: string, edge: 'start' | 'end'): { date: Date | undefined } | { problem: string } {
+  let d: Date;
+  if (DATE_ONLY_RE.test(value)) {
+    d = new Date(`${value}T00:00:00Z`);
+    // Date.parse rolls 2025-02-30 over to March: a real date reads back as itself.
+    if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== value) return { problem: `is not a real calendar date: ${JSON.stringify(value)}` };
+    if (!inInstantRange(d)) return { problem: RANGE_PROBLEM };
+    if (edge === 'end') d = new Date(d.getTime() + 86_400_000);
+  } else {
+    const problem = dateTimeProblem(value);
+    if (problem === 'format') return { problem: `must be a date (YYYY-MM-DD) or an RFC 3339 date-time, got ${JSON.stringify(value.slice(0, 60))}` };
+    if (problem === 'range') return { problem: RANGE_PROBLEM };
+    d = parseDateTime(value);
+    if (edge === 'end') d = new Date(d.getTime() + 1);
+  }
+  return { date: d.getTime() > MAX_INSTANT ? undefined : d };
+}
