@@ -17,7 +17,7 @@ interface ShapesModule {
 }
 const { SHAPES, thrown } = (await import(pathToFileURL(join(import.meta.dirname, '../fixtures/plugins/throws.mjs')).href)) as ShapesModule;
 
-const silent = createLogger({ logLevel: 'silent', label: null, db: { url: undefined, schema: 'x', poolMax: 1, statementTimeoutMs: 1 } });
+const silent = createLogger({ logLevel: 'silent', label: null, db: { schema: 'x' } } as Parameters<typeof createLogger>[0]);
 /** A logger that fails on every call: the answer must not depend on logging working. */
 const broken = new Proxy({} as Logger, { get: () => () => { throw new Error('log sink gone'); } });
 
