@@ -1,9 +1,14 @@
-// instances/: one JSON file per running group, written by `start`, read by status/stop/import.
+// instances/: one JSON file per running instance (a group, or each replica of a group), written by
+// `start`, read by status/stop/import.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface RegistryEntry {
   group: string;
+  /** Which of the group's replicas this is, 1-based (1 when the group runs one process). */
+  replica: number;
+  /** How many replicas the group was started with. */
+  replicas: number;
   pid: number;
   url: string;
   port: number;
@@ -26,12 +31,20 @@ export interface RegistryEntry {
 export interface Registry {
   dir: string;
   write(entry: RegistryEntry): void;
-  remove(group: string): void;
-  /** The live entry of a group, or undefined (a stale entry is removed on the way). */
+  /** Removes one instance's entry, by its key (instanceKey). */
+  remove(key: string): void;
+  /** A live entry of a group (its first replica), or undefined (stale entries are removed on the way). */
   get(group: string): RegistryEntry | undefined;
-  /** Live entries sorted by group; stale ones (dead pid) are removed and returned apart. */
+  /** Live entries sorted by group and replica; stale ones (dead pid) are removed and returned apart. */
   list(): { live: RegistryEntry[]; stale: RegistryEntry[] };
 }
+
+/**
+ * The name of one instance: the group, or `group@N` for replica N of several (`@` is not allowed
+ * in group names, so keys never collide). Also its registry file's name and its log prefix.
+ */
+export const instanceKey = (e: { group: string; replica?: number; replicas?: number }): string =>
+  (e.replicas ?? 1) > 1 ? `${e.group}@${e.replica ?? 1}` : e.group;
 
 /** Whether a pid is a running process (EPERM means it exists but is not ours). */
 export function isAlive(pid: number): boolean {
@@ -56,7 +69,7 @@ function isOurChild(pid: number): boolean {
 
 /** A registry rooted at `dir` (created on first write). */
 export function createRegistry(dir: string): Registry {
-  const fileOf = (group: string) => path.join(dir, `${group}.json`);
+  const fileOf = (key: string) => path.join(dir, `${key}.json`);
   const readAll = (): RegistryEntry[] => {
     let files: string[];
     try {
@@ -68,24 +81,25 @@ export function createRegistry(dir: string): Registry {
     for (const f of files) {
       try {
         const e = JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as RegistryEntry;
-        if (typeof e.pid === 'number' && typeof e.group === 'string') out.push(e);
+        if (typeof e.pid === 'number' && typeof e.group === 'string') out.push({ ...e, replica: e.replica ?? 1, replicas: e.replicas ?? 1 });
       } catch {
         /* half-written or foreign file: not an entry */
       }
     }
-    return out.sort((a, b) => a.group.localeCompare(b.group));
+    return out.sort((a, b) => a.group.localeCompare(b.group) || a.replica - b.replica);
   };
   const registry: Registry = {
     dir,
     write(entry) {
       mkdirSync(dir, { recursive: true });
       // Write then rename, so a concurrent reader never sees half a file.
-      const tmp = `${fileOf(entry.group)}.${process.pid}.tmp`;
+      const file = fileOf(instanceKey(entry));
+      const tmp = `${file}.${process.pid}.tmp`;
       writeFileSync(tmp, JSON.stringify(entry, null, 2) + '\n');
-      renameSync(tmp, fileOf(entry.group));
+      renameSync(tmp, file);
     },
-    remove(group) {
-      rmSync(fileOf(group), { force: true });
+    remove(key) {
+      rmSync(fileOf(key), { force: true });
     },
     get(group) {
       return registry.list().live.find((e) => e.group === group);
@@ -97,7 +111,7 @@ export function createRegistry(dir: string): Registry {
         if (isOurChild(e.pid)) live.push(e);
         else {
           stale.push(e);
-          registry.remove(e.group);
+          registry.remove(instanceKey(e));
         }
       }
       return { live, stale };

@@ -3,7 +3,7 @@
 import { spawnChild, spawnStandby, type Child, type ExitInfo, type Standby } from './child.js';
 import type { GroupSpec } from './groups.js';
 import { note } from './output.js';
-import type { Registry, RegistryEntry } from './registry.js';
+import { instanceKey, type Registry, type RegistryEntry } from './registry.js';
 
 /** Restart delays: the first is immediate, so a one-off crash costs only a server start (~1 s). */
 const BACKOFF_MS = [0, 500, 1_000, 2_000, 5_000, 10_000, 30_000];
@@ -12,6 +12,9 @@ const STABLE_AFTER_MS = 30_000;
 
 export interface Slot {
   spec: GroupSpec;
+  /** This slot's replica of the group (1-based) and the group's replica count. */
+  replica: number;
+  replicas: number;
   env: Record<string, string>;
   /** The PostgreSQL user the group connects as. */
   role: string;
@@ -24,10 +27,21 @@ export interface Supervisor {
   stopAll(): Promise<void>;
 }
 
+/** The instance name of a slot: its group, or group@N for a replica (log prefixes, registry). */
+export const slotKey = (slot: Pick<Slot, 'spec' | 'replica' | 'replicas'>) =>
+  instanceKey({ group: slot.spec.name, replica: slot.replica, replicas: slot.replicas });
+
 /** Builds the registry entry of a running child. */
-export function entryOf(spec: GroupSpec, child: Child, opts: { supervisorPid: number | null; logFile: string | null; role: string }): RegistryEntry {
+export function entryOf(
+  slot: Pick<Slot, 'spec' | 'replica' | 'replicas' | 'role'>,
+  child: Child,
+  opts: { supervisorPid: number | null; logFile: string | null },
+): RegistryEntry {
+  const spec = slot.spec;
   return {
     group: spec.name,
+    replica: slot.replica,
+    replicas: slot.replicas,
     pid: child.pid,
     url: child.url,
     port: child.port,
@@ -36,7 +50,7 @@ export function entryOf(spec: GroupSpec, child: Child, opts: { supervisorPid: nu
     env_file: spec.envFile,
     started_at: new Date().toISOString(),
     database: spec.databaseLabel,
-    role: opts.role,
+    role: slot.role,
     supervisor_pid: opts.supervisorPid,
     log_file: opts.logFile,
     api_base_path: spec.config.rest.basePath,
@@ -84,17 +98,17 @@ export function createSupervisor(
     const startedAt = Date.now();
     void child.exited.then((exit: ExitInfo) => {
       if (slot.child === child) slot.child = undefined;
-      deps.registry.remove(slot.spec.name);
+      deps.registry.remove(slotKey(slot));
       if (shuttingDown) return;
       if (exit.code === 0 && !exit.signal) {
-        note(`group ${slot.spec.name} stopped (pid ${child.pid})`);
+        note(`group ${slotKey(slot)} stopped (pid ${child.pid})`);
         finish(slot);
         return;
       }
       const next = Date.now() - startedAt > STABLE_AFTER_MS ? 0 : attempt;
       const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
       const delay = BACKOFF_MS[Math.min(next, BACKOFF_MS.length - 1)];
-      note(`group ${slot.spec.name} crashed: pid ${child.pid} ${how}; restarting in ${delay} ms (restart ${next + 1})`);
+      note(`group ${slotKey(slot)} crashed: pid ${child.pid} ${how}; restarting in ${delay} ms (restart ${next + 1})`);
       schedule(slot, next + 1, delay);
     });
   };
@@ -112,7 +126,7 @@ export function createSupervisor(
   const restart = async (slot: Slot, attempt: number) => {
     try {
       const sb = takeStandby();
-      const opts = { env: slot.env, onLine: deps.prefix(slot.spec.name) };
+      const opts = { env: slot.env, onLine: deps.prefix(slotKey(slot)) };
       const child = sb ? await sb.activate(slot.spec, opts) : await spawnChild(slot.spec, opts);
       refillStandby();
       if (shuttingDown) {
@@ -120,12 +134,12 @@ export function createSupervisor(
         return;
       }
       slot.child = child;
-      deps.registry.write(entryOf(slot.spec, child, { supervisorPid: process.pid, logFile: null, role: slot.role }));
-      note(`group ${slot.spec.name} restarted: pid ${child.pid} at ${child.url}`);
+      deps.registry.write(entryOf(slot, child, { supervisorPid: process.pid, logFile: null }));
+      note(`group ${slotKey(slot)} restarted: pid ${child.pid} at ${child.url}`);
       watch(slot, child, attempt);
     } catch (err) {
       const delayNext = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
-      note(`group ${slot.spec.name} failed to restart: ${(err as Error).message}; retrying in ${delayNext} ms`);
+      note(`group ${slotKey(slot)} failed to restart: ${(err as Error).message}; retrying in ${delayNext} ms`);
       refillStandby();
       if (!shuttingDown) schedule(slot, attempt + 1, delayNext);
     }
@@ -146,7 +160,7 @@ export function createSupervisor(
           const child = slot.child;
           if (child) {
             await child.stop();
-            deps.registry.remove(slot.spec.name);
+            deps.registry.remove(slotKey(slot));
           }
           finish(slot);
         }),

@@ -10,7 +10,7 @@ import { formatTable, note } from '../output.js';
 import { createCredentialStore } from '../credentials.js';
 import { createRegistry, type Registry } from '../registry.js';
 import { prepareIdentities, type GroupIdentity } from '../roles.js';
-import { createLinePrefixer, createSupervisor, entryOf, type Slot } from '../supervisor.js';
+import { createLinePrefixer, createSupervisor, entryOf, slotKey, type Slot } from '../supervisor.js';
 
 /** Options of `vcon-launch start`. */
 export interface StartOptions extends GroupFlags {
@@ -18,6 +18,25 @@ export interface StartOptions extends GroupFlags {
   detach?: boolean;
   /** Per-child readiness timeout. */
   timeoutMs?: number;
+  /** Processes per group (default: each group's VCON_REPLICAS). */
+  replicas?: string;
+}
+
+/** --replicas as a number, or undefined when absent. */
+function parseReplicas(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n < 1 || n > 64) throw new UserError(`--replicas must be a whole number from 1 to 64, got "${raw}"`);
+  return n;
+}
+
+/**
+ * The child environment of one replica: a fixed MCP_HTTP_PORT P gives replicas P, P+1, ...; port 0
+ * gives each a free port. Everything else (schema, keys, role) is the group's.
+ */
+function replicaEnv(env: Record<string, string>, spec: GroupSpec, replica: number): Record<string, string> {
+  const port = spec.config.mcp.port;
+  return port && replica > 1 ? { ...env, MCP_HTTP_PORT: String(port + replica - 1) } : env;
 }
 
 const userOf = (label: string) => label.replace(/^[^@]*@/, '');
@@ -40,6 +59,7 @@ function checkAgainstRunning(specs: GroupSpec[], registry: Registry): void {
 
 /** The table printed once every group is healthy. */
 export function formatStartTable(rows: { group: string; label: string | null; schema: string; role: string; url: string; pid: number }[]): string {
+  // `group` is the instance name: the group, or group@N for each replica.
   return formatTable(
     ['GROUP', 'LABEL', 'SCHEMA', 'ROLE', 'URL', 'PID'],
     rows.map((r) => [r.group, r.label, r.schema, r.role, r.url, r.pid]),
@@ -54,6 +74,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   const envDir = resolveDir(opts.envDir);
   const registry = createRegistry(resolveDir(opts.instancesDir));
   const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
+  const replicasFlag = parseReplicas(opts.replicas);
   checkAgainstRunning(specs, registry);
 
   const t0 = Date.now();
@@ -68,12 +89,15 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
     await databases.release();
     throw err;
   }
-  const prefix = createLinePrefixer(specs.map((s) => s.name));
-  const slots: Slot[] = specs.map((spec) => {
+  // Replicas of a group share its schema, role and keys; PostgreSQL is what they share (migrations
+  // run once under the schema's advisory lock, whichever replica gets there first).
+  const slots: Slot[] = specs.flatMap((spec) => {
     const identity = identities.get(spec.name)!;
     const env: Record<string, string> = { ...launcher.inherited, ...spec.env, ...identity.env };
-    return { spec, env, role: identity.role };
+    const replicas = replicasFlag ?? spec.config.replicas;
+    return Array.from({ length: replicas }, (_, i) => ({ spec, replica: i + 1, replicas, env: replicaEnv(env, spec, i + 1), role: identity.role }));
   });
+  const prefix = createLinePrefixer(slots.map(slotKey));
 
   let interrupted = false;
   const started: Child[] = [];
@@ -84,17 +108,17 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   process.once('SIGTERM', abortStart);
   const results = await Promise.allSettled(
     slots.map(async (slot) => {
-      const logFile = opts.detach ? path.join(registry.dir, `${slot.spec.name}.log`) : undefined;
+      const logFile = opts.detach ? path.join(registry.dir, `${slotKey(slot)}.log`) : undefined;
       const child = await spawnChild(slot.spec, {
         env: slot.env,
         detached: opts.detach,
         logFile,
-        onLine: opts.detach ? undefined : prefix(slot.spec.name),
+        onLine: opts.detach ? undefined : prefix(slotKey(slot)),
         timeoutMs: opts.timeoutMs,
       });
       started.push(child);
       slot.child = child;
-      registry.write(entryOf(slot.spec, child, { supervisorPid: opts.detach ? null : process.pid, logFile: logFile ?? null, role: slot.role }));
+      registry.write(entryOf(slot, child, { supervisorPid: opts.detach ? null : process.pid, logFile: logFile ?? null }));
       return child;
     }),
   );
@@ -105,7 +129,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   if (failures.length || interrupted) {
     // All or nothing: a half-started set of groups would be worse than none.
     await Promise.all(started.map((c) => c.stop()));
-    for (const s of specs) registry.remove(s.name);
+    for (const s of slots) registry.remove(slotKey(s));
     await databases.release();
     for (const f of failures) note(f instanceof UserError ? f.message : `unexpected error: ${f.stack ?? f.message}`);
     note(interrupted ? 'interrupted; every started group was stopped' : `${failures.length} of ${specs.length} group(s) failed to start; nothing is left running`);
@@ -114,7 +138,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
 
   const ms = Date.now() - t0;
   process.stdout.write(
-    formatStartTable(slots.map((s) => ({ group: s.spec.name, label: s.child!.label, schema: s.child!.schema, role: s.role, url: s.child!.url, pid: s.child!.pid }))) + '\n',
+    formatStartTable(slots.map((s) => ({ group: slotKey(s), label: s.child!.label, schema: s.child!.schema, role: s.role, url: s.child!.url, pid: s.child!.pid }))) + '\n',
   );
   const basePaths = new Set(specs.map((s) => s.config.rest.basePath));
   note(
@@ -157,7 +181,8 @@ export function registerStart(program: Command): void {
   const cmd = program
     .command('start')
     .description('start one vcon-server per group and wait until each /health answers')
-    .option('--detach', 'leave the groups running in the background and exit once all are healthy');
+    .option('--detach', 'leave the groups running in the background and exit once all are healthy')
+    .option('--replicas <n>', "processes per group, each on its own port (default: the group's VCON_REPLICAS, 1)");
   addGroupFlags(cmd);
   addInstancesDirFlag(cmd);
   cmd.action(async (opts: StartOptions) => {

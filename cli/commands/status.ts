@@ -3,7 +3,7 @@ import { fetchHealth } from '../child.js';
 import { resolveDir } from '../groups.js';
 import { addInstancesDirFlag } from '../options.js';
 import { formatTable, note } from '../output.js';
-import { createRegistry, type RegistryEntry } from '../registry.js';
+import { createRegistry, instanceKey, type RegistryEntry } from '../registry.js';
 
 /** One row of `vcon-launch status --json`: the registry entry plus the live /health. */
 export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path'> {
@@ -19,13 +19,15 @@ export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path'> {
  */
 export async function collectStatus(instancesDir: string, onStale: (group: string, pid: number) => void = () => {}): Promise<GroupStatus[]> {
   const { live, stale } = createRegistry(instancesDir).list();
-  for (const s of stale) onStale(s.group, s.pid);
+  for (const s of stale) onStale(instanceKey(s), s.pid);
   return Promise.all(
     live.map(async (e) => {
       const h = await fetchHealth(`${e.url}${e.api_base_path ?? '/api/v1'}`);
       const status: GroupStatus['status'] = h.status === 200 ? 'healthy' : h.status === 0 ? 'unreachable' : 'unhealthy';
       return {
         group: e.group,
+        replica: e.replica,
+        replicas: e.replicas,
         pid: e.pid,
         url: e.url,
         port: e.port,
@@ -51,7 +53,7 @@ export function formatStatusTable(rows: GroupStatus[]): string {
     rows.map((r) => {
       const h = (r.health ?? {}) as { schema?: string; instance?: string | null; database?: string };
       const reported = r.status === 'unreachable' ? 'no answer' : `${h.schema ?? '?'} / ${h.instance ?? '-'} / ${h.database ?? '?'}`;
-      return [r.group, r.status, r.pid, r.url, r.schema, r.role, r.label, r.database, reported, r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached'];
+      return [instanceKey(r), r.status, r.pid, r.url, r.schema, r.role, r.label, r.database, reported, r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached'];
     }),
   );
 }

@@ -4,7 +4,7 @@ import { UserError } from '../errors.js';
 import { resolveDir } from '../groups.js';
 import { addInstancesDirFlag } from '../options.js';
 import { note } from '../output.js';
-import { createRegistry } from '../registry.js';
+import { createRegistry, instanceKey } from '../registry.js';
 
 /** Options of `vcon-launch stop`. */
 export interface StopOptions {
@@ -15,8 +15,9 @@ export interface StopOptions {
   timeoutMs?: number;
 }
 
-/** What happened to each group. */
+/** What happened to each instance (a group, or each replica of it). */
 export interface StopResult {
+  /** The instance: the group, or group@N for a replica. */
   group: string;
   pid: number | null;
   outcome: 'stopped' | 'killed' | 'not running';
@@ -32,16 +33,22 @@ export async function stopGroups(opts: StopOptions): Promise<StopResult[]> {
   const named = opts.group ?? [];
   if (opts.all && named.length) throw new UserError('use either --group NAME or --all, not both');
   if (!opts.all && !named.length) throw new UserError('name the groups with --group NAME (repeatable) or use --all');
-  const targets = opts.all ? live.map((e) => e.group) : [...new Set(named)];
-  return Promise.all(
-    targets.map(async (group): Promise<StopResult> => {
-      const entry = live.find((e) => e.group === group);
-      if (!entry) return { group, pid: null, outcome: 'not running' };
-      const outcome = await stopPid(entry.pid, opts.timeoutMs ?? 15_000);
-      registry.remove(group);
-      return { group, pid: entry.pid, outcome: outcome === 'killed' ? 'killed' : 'stopped' };
+  const targets = opts.all ? [...new Set(live.map((e) => e.group))] : [...new Set(named)];
+  const results = await Promise.all(
+    targets.map(async (group): Promise<StopResult[]> => {
+      // Every replica of the group.
+      const entries = live.filter((e) => e.group === group);
+      if (!entries.length) return [{ group, pid: null, outcome: 'not running' }];
+      return Promise.all(
+        entries.map(async (entry): Promise<StopResult> => {
+          const outcome = await stopPid(entry.pid, opts.timeoutMs ?? 15_000);
+          registry.remove(instanceKey(entry));
+          return { group: instanceKey(entry), pid: entry.pid, outcome: outcome === 'killed' ? 'killed' : 'stopped' };
+        }),
+      );
     }),
   );
+  return results.flat();
 }
 
 /** Wires `vcon-launch stop`. */
