@@ -28,9 +28,24 @@ export default tseslint.config(
     ]),
   },
   {
-    files: ['src/http/**/*.ts', 'src/mcp/**/*.ts'],
+    files: ['src/http/**/*.ts', 'src/mcp/**/*.ts', 'src/transport/**/*.ts'],
     rules: restrict([
       { group: ['postgres', '**/db/*', '**/db/**'], message: 'transports call services, never the database' },
+    ]),
+  },
+  {
+    // What both transports share (auth, CORS, the error mapping) lives in src/transport, by name.
+    files: ['src/mcp/**/*.ts'],
+    rules: restrict([
+      { group: ['postgres', '**/db/*', '**/db/**'], message: 'transports call services, never the database' },
+      { group: ['../http/*', '**/src/http/**'], message: 'MCP does not reach into REST: share through src/transport' },
+    ]),
+  },
+  {
+    files: ['src/transport/**/*.ts'],
+    rules: restrict([
+      { group: ['postgres', '**/db/*', '**/db/**'], message: 'transports call services, never the database' },
+      { group: ['../http/*', '../mcp/*'], message: 'src/transport is shared by both transports and imports neither' },
     ]),
   },
   {

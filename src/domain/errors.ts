@@ -1,4 +1,4 @@
-// Typed errors thrown by services and mapped once per transport (http/error-handler.ts, mcp/result.ts).
+// Typed errors thrown by services and mapped once per transport (one mapping in transport/errors.ts, wrapped by http/error-handler.ts and mcp/result.ts).
 // Codes are the machine-readable `error` values of API.md.
 
 export interface ErrorDetail {

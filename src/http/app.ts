@@ -6,9 +6,10 @@ import type { Logger } from '../logger.js';
 import type { BuildInfo } from '../version.js';
 import { NotFoundError } from '../domain/errors.js';
 import type { Services } from '../services/index.js';
-import { createErrorHandler, sendError } from './error-handler.js';
-import { createCors } from './cors.js';
-import { createAuth } from './auth.js';
+import { createErrorHandler } from './error-handler.js';
+import { createAuth } from '../transport/auth.js';
+import { createCors, REST_CORS } from '../transport/cors.js';
+import { sendError } from '../transport/errors.js';
 import { createBodyParser } from './body.js';
 import { registerInfraRoutes } from './routes/infra.js';
 import { registerVconRoutes } from './routes/vcons.js';
@@ -66,7 +67,7 @@ export function buildApp(deps: AppDeps): Express {
 
   const base = config.rest.basePath;
   const api: Router = express.Router({ strict: false });
-  api.use(createCors(config));
+  api.use(createCors(config, REST_CORS));
   registerInfraRoutes(api, { config, services, buildInfo });
   if (config.rest.enabled) {
     api.use(createAuth(config, log));

@@ -1,6 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import type { Config } from '../config.js';
-import { sendError } from './error-handler.js';
+import { sendError } from '../transport/errors.js';
 
 const JSON_TYPES = new Set(['application/json', 'application/vcon', 'application/vcon+json']);
 

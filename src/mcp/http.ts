@@ -9,8 +9,9 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Config } from '../config.js';
-import { createAuth, type AuthInfo } from '../http/auth.js';
-import { sendError } from '../http/error-handler.js';
+import { createAuth, type AuthInfo } from '../transport/auth.js';
+import { createCors, MCP_CORS } from '../transport/cors.js';
+import { sendError } from '../transport/errors.js';
 import type { Scope } from '../services/context.js';
 import { buildMcpServer, type McpServerDeps } from './server.js';
 
@@ -85,26 +86,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
   const auth = createAuth(config, log, { enforceMethods: false });
   const json = express.json({ limit: config.rest.bodyLimit });
 
-  const cors: RequestHandler = (req, res, next) => {
-    const origins = config.cors.origins;
-    const origin = req.headers.origin;
-    if (origins === '*') res.setHeader('Access-Control-Allow-Origin', '*');
-    else {
-      res.vary('Origin');
-      if (origin && origins.includes(origin)) res.setHeader('Access-Control-Allow-Origin', origin);
-    }
-    res.setHeader('Access-Control-Expose-Headers', 'Mcp-Session-Id, X-Request-Id, X-Version, WWW-Authenticate');
-    if (req.method === 'OPTIONS') {
-      const headers = ['Content-Type', 'Authorization', 'Mcp-Session-Id', 'Mcp-Protocol-Version', 'Last-Event-Id'];
-      if (config.auth.header !== 'authorization') headers.push(config.auth.header);
-      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE, OPTIONS');
-      res.setHeader('Access-Control-Allow-Headers', headers.join(', '));
-      res.setHeader('Access-Control-Max-Age', '600');
-      res.status(204).end();
-      return;
-    }
-    next();
-  };
+  const cors = createCors(config, MCP_CORS);
 
   const available: RequestHandler = (req, res, next) => {
     if (closing) {

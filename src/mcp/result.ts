@@ -2,17 +2,12 @@
 // `isError: true` carrying the error codes of REST (API.md "Envelopes"); resource failures are
 // JSON-RPC errors with the same code in their message and data.
 import { McpError, ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { AppError, describeThrown, isDatabaseUnavailable, isInstance, type ErrorDetail } from '../domain/errors.js';
+import { isInstance } from '../domain/errors.js';
 import type { Logger } from '../logger.js';
+import { toErrorBody, type ErrorContent } from '../transport/errors.js';
 
 /** Structured error content of a failed tool call: the REST error body without `success`. */
-export interface ToolErrorContent {
-  [key: string]: unknown;
-  error: string;
-  message: string;
-  details?: ErrorDetail[];
-  hint?: string;
-}
+export type ToolErrorContent = ErrorContent;
 
 export interface ResultOptions {
   production: boolean;
@@ -34,31 +29,9 @@ export function toToolResult(value: unknown): CallToolResult {
   };
 }
 
-/** The body when mapping an error failed: fixed text, nothing left to throw. */
-const BARE_500 = (): { status: number; body: ToolErrorContent } => ({ status: 500, body: { error: 'internal_error', message: 'An unexpected error occurred' } });
-
-/** Any thrown value (of any shape) as the REST error body: typed errors keep their code, the rest are 500/503. Never throws. */
+/** Any thrown value as the REST error body (the shared mapping, src/transport/errors.ts). Never throws. */
 export function toErrorContent(err: unknown, opts: ResultOptions): { status: number; body: ToolErrorContent } {
-  try {
-    if (isInstance(err, AppError)) {
-      const body: ToolErrorContent = { error: err.code, message: err.message };
-      if (err.details?.length) body.details = err.details;
-      if (err.hint && !opts.production) body.hint = err.hint;
-      return { status: err.status, body };
-    }
-    const detail = describeThrown(err);
-    if (isDatabaseUnavailable(err)) {
-      opts.log.warn({ err: detail }, 'database unavailable');
-      return { status: 503, body: { error: 'database_unavailable', message: 'The database is not reachable; try again shortly' } };
-    }
-    opts.log.error({ err: isInstance(err, Error) ? err : detail }, 'unhandled error in an MCP call');
-    return {
-      status: 500,
-      body: { error: 'internal_error', message: opts.production ? 'An unexpected error occurred' : `An unexpected error occurred: ${detail}` },
-    };
-  } catch {
-    return BARE_500();
-  }
+  return toErrorBody(err, { ...opts, logFields: { transport: 'mcp' } }) ?? { status: 500, body: { error: 'internal_error', message: 'An unexpected error occurred' } };
 }
 
 /** A failed tool call: text `code: message` (with details) and the structured error body. */

@@ -6,7 +6,7 @@ import { KEY, RO_KEY, startTestServer, type TestServer } from '../helpers/server
 import { connectHttp, PLUGIN_PATH, textOf, type HttpSession } from './helpers.js';
 
 type HookCall = { name: string; transport?: string; scope?: string; keyId: string | null };
-/** The digest id the key resolver gives a key (src/http/auth.ts). */
+/** The digest id the key resolver gives a key (src/transport/auth.ts). */
 const keyIdOf = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 16);
 const hookCalls = () => ((globalThis as any).__mcpHookCalls ??= []) as HookCall[];
 

@@ -1,5 +1,5 @@
 import type { Request, RequestHandler, Response } from 'express';
-import type { AuthInfo } from '../auth.js';
+import type { AuthInfo } from '../../transport/auth.js';
 import type { RequestCtx } from '../../services/context.js';
 import { AppError } from '../../domain/errors.js';
 

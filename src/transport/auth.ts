@@ -3,7 +3,7 @@ import type { Request, RequestHandler } from 'express';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Scope } from '../services/context.js';
-import { sendError } from './error-handler.js';
+import { sendError } from './errors.js';
 
 export interface AuthInfo {
   scope: Scope;
@@ -40,6 +40,8 @@ export function createKeyResolver(config: Config) {
     return undefined;
   };
 }
+
+// Shared by REST and the MCP endpoint: the same keys, scopes and refusals on both transports.
 
 /**
  * Authentication for REST (and /mcp): 401 missing/invalid, 403 read-only key on a write method,
