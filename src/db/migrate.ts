@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Sql } from './client.js';
+import type { Sql, TransactionSql } from './client.js';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
@@ -25,7 +25,7 @@ interface MigrationLog {
   warn(obj: object, msg: string): void;
 }
 
-/** Raised for a state we must not start in: an edited applied migration, or an unknown one. */
+/** Raised for a state we must not start in: an edited applied migration, an unknown one, or the pre-squash history. */
 export class MigrationError extends Error {
   override name = 'MigrationError';
 }
@@ -87,7 +87,25 @@ async function readApplied(tx: Sql, schema: string) {
   );
 }
 
-function verify(applied: { version: number; name: string; checksum: string }[], known: Migration[]) {
+/**
+ * The development history squashed into 0001_baseline before anything was deployed. A schema that
+ * still records it is refused with the way out rather than "unknown migration" (README "Migrations").
+ */
+export const PRE_SQUASH_MIGRATIONS: readonly string[] = [
+  '0001_storage',
+  '0010_search_vectors',
+  '0011_vcon_codes',
+  '0012_vcon_search',
+  '0013_vcon_codes_changed',
+];
+
+function verify(schema: string, applied: { version: number; name: string; checksum: string }[], known: Migration[]) {
+  const old = applied.find((a) => PRE_SQUASH_MIGRATIONS.includes(a.name));
+  if (old) {
+    throw new MigrationError(
+      `schema ${schema} was migrated by a development build from before the migrations were squashed into 0001_baseline (it records ${old.name}); there is no upgrade path from that history: export what you want to keep, drop the schema (drop schema "${schema}" cascade) and start again, so it is created from the baseline (README "Migrations")`,
+    );
+  }
   const byVersion = new Map(known.map((m) => [m.version, m]));
   for (const a of applied) {
     const m = byVersion.get(a.version);
@@ -111,11 +129,14 @@ function verify(applied: { version: number; name: string; checksum: string }[], 
 export async function migrate(
   sql: Sql,
   schema: string,
-  opts: { migrations?: Migration[]; log?: MigrationLog } = {},
-): Promise<{ applied: string[] }> {
+  opts: { migrations?: Migration[]; log?: MigrationLog; optional?: boolean } = {},
+): Promise<{ applied: string[]; optional: OptionalState | null }> {
   const migrations = opts.migrations ?? loadMigrations();
-  await ensureExtensions(sql, opts.log);
+  // The optional step needs the baseline's tables: a caller with its own migrations opts in.
+  const runOptional = opts.optional ?? !opts.migrations;
+  const { pg_trgm } = await ensureExtensions(sql, opts.log);
   const appliedNow: string[] = [];
+  let optional = null as OptionalState | null;
   await sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(hashtext(${'vcon-launch:migrate:' + schema}))`;
     const q = quoteIdent(schema);
@@ -133,7 +154,7 @@ export async function migrate(
       checksum text not null,
       applied_at timestamptz not null default now())`);
     const applied = await readApplied(tx as unknown as Sql, schema);
-    verify(applied, migrations);
+    verify(schema, applied, migrations);
     const done = new Set(applied.map((a) => a.version));
     for (const m of migrations) {
       if (done.has(m.version)) continue;
@@ -145,9 +166,62 @@ export async function migrate(
       ]);
       appliedNow.push(m.name);
     }
+    if (runOptional) optional = await ensureOptional(tx, pg_trgm);
   });
   if (appliedNow.length) opts.log?.info({ migrated_schema: schema, applied: appliedNow }, 'migrations applied');
-  return { applied: appliedNow };
+  if (optional?.changed.length) opts.log?.info({ migrated_schema: schema, optional: optional.changed }, 'optional schema features added');
+  return { applied: appliedNow, optional };
+}
+
+/** What the optional step found (after it ran) and what it changed this time. */
+export interface OptionalState {
+  lz4: boolean;
+  trigram: boolean;
+  changed: string[];
+}
+
+/** Trigram indexes of the substring filters (subject, party name/email/tel): name, table, expression. */
+const TRIGRAM_INDEXES: readonly [string, string, string][] = [
+  ['vcons_subject_trgm_idx', 'vcons', 'lower(subject)'],
+  ['vcon_parties_name_trgm_idx', 'vcon_parties', 'lower(name)'],
+  ['vcon_parties_mailto_trgm_idx', 'vcon_parties', 'lower(mailto)'],
+  ['vcon_parties_tel_trgm_idx', 'vcon_parties', 'tel'],
+];
+
+/**
+ * The part of a group's schema that depends on the server, re-run after the migrations on every
+ * migrate (so not a numbered migration, which runs once and would leave groups diverged): lz4
+ * compression of documents (roughly doubles ingest of TOASTed documents, STACK.md) and the trigram
+ * indexes of substring filters. Each step reads the catalog first, so a re-run changes nothing, and
+ * a server that gains lz4 or pg_trgm later gets them at the next start.
+ */
+async function ensureOptional(tx: TransactionSql, pgTrgm: boolean): Promise<OptionalState> {
+  const changed: string[] = [];
+  const [col] = await tx<{ c: string }[]>`
+    select attcompression::text as c from pg_attribute where attrelid = 'vcons'::regclass and attname = 'doc'`;
+  let lz4 = col?.c === 'l';
+  if (!lz4) {
+    try {
+      await tx.savepoint((sp) => sp`alter table vcons alter column doc set compression lz4`);
+      lz4 = true;
+      changed.push('vcons.doc compression lz4');
+    } catch (err) {
+      // feature_not_supported: this server was built without lz4; the default (pglz) stays.
+      if ((err as { code?: string }).code !== '0A000') throw err;
+    }
+  }
+  if (pgTrgm) {
+    const present = await tx<{ relname: string }[]>`
+      select c.relname from pg_class c where c.relnamespace = current_schema()::regnamespace and c.relname = any(${TRIGRAM_INDEXES.map((i) => i[0])})`;
+    const have = new Set(present.map((r) => r.relname));
+    for (const [name, table, expr] of TRIGRAM_INDEXES) {
+      if (have.has(name)) continue;
+      // Constant text from this file; opclass qualified because pg_trgm lives in schema extensions.
+      await tx.unsafe(`create index if not exists ${name} on ${table} using gin (${expr} extensions.gin_trgm_ops)`);
+      changed.push(name);
+    }
+  }
+  return { lz4, trigram: pgTrgm, changed };
 }
 
 /** Applied and pending migrations of a schema, without changing anything. */
@@ -155,7 +229,7 @@ export async function migrationStatus(sql: Sql, schema: string, migrations = loa
   const [exists] = await sql<{ ok: boolean }[]>`
     select exists (select 1 from information_schema.tables where table_schema = ${schema} and table_name = 'schema_migrations') as ok`;
   const applied = exists?.ok ? await readApplied(sql, schema) : [];
-  verify(applied, migrations);
+  verify(schema, applied, migrations);
   const done = new Set(applied.map((a) => a.version));
   return {
     schema,

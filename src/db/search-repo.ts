@@ -61,7 +61,7 @@ const HEADLINE_CHARS = 30_000;
 /**
  * The per-vCon ranking tsvector, one weight per source (subject A, party B, analysis C, dialog and
  * attachment D, as search_units). Units are joined with stop words in between: stop words take
- * positions, so a phrase never matches across two units. Keep in step with migration 0012.
+ * positions, so a phrase never matches across two units.
  */
 const UNIT_GAP = ' . the the the . ';
 const weighted = (db: Db, source: 'subject' | 'party' | 'analysis' | 'dialog', weight: 'A' | 'B' | 'C' | 'D') =>

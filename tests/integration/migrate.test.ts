@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSql } from '../../src/db/client.js';
-import { loadMigrations, migrate, migrationStatus, MigrationError } from '../../src/db/migrate.js';
+import { loadMigrations, migrate, migrationStatus, MigrationError, PRE_SQUASH_MIGRATIONS } from '../../src/db/migrate.js';
 import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
 
 const schemas: string[] = [];
@@ -81,5 +81,69 @@ describe('migration runner', () => {
     expect(applied).toEqual(loadMigrations().map((m) => m.name));
     const [row] = await runners[0]<{ n: number }[]>`select count(*)::int as n from schema_migrations`;
     expect(row.n).toBe(loadMigrations().length);
+  });
+
+  it('starts every schema from the one baseline, and two groups end up with the same objects', async () => {
+    expect(loadMigrations().map((m) => m.name)).toEqual(['0001_baseline']);
+    const [a, b] = [testSchemaName('mig'), testSchemaName('mig')];
+    await migrate(pool(a), a);
+    await migrate(pool(b), b);
+    const admin = adminSql();
+    try {
+      const shape = async (schema: string) => ({
+        columns: await admin`
+          select table_name, column_name, data_type, is_nullable from information_schema.columns
+          where table_schema = ${schema} order by table_name, ordinal_position`,
+        indexes: await admin`
+          select indexname, replace(indexdef, ${`${schema}.`}, '') as def from pg_indexes where schemaname = ${schema} order by indexname`,
+      });
+      const [sa, sb] = [await shape(a), await shape(b)];
+      expect(sa.columns.length).toBeGreaterThan(40);
+      expect(sb).toEqual(sa);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it('re-runs the optional step: lz4 and trigram indexes when the server has them, created again if missing', async () => {
+    const schema = testSchemaName('mig');
+    const sql = pool(schema);
+    const first = await migrate(sql, schema);
+    if (!first.optional) throw new Error('the optional step did not run');
+    const [col] = await sql<{ c: string }[]>`
+      select attcompression::text as c from pg_attribute where attrelid = 'vcons'::regclass and attname = 'doc'`;
+    expect(col.c === 'l').toBe(first.optional.lz4);
+    const trgm = async () =>
+      (await sql<{ indexname: string }[]>`select indexname from pg_indexes where schemaname = ${schema} and indexname like '%trgm%' order by 1`).map(
+        (r) => r.indexname,
+      );
+    const all = ['vcon_parties_mailto_trgm_idx', 'vcon_parties_name_trgm_idx', 'vcon_parties_tel_trgm_idx', 'vcons_subject_trgm_idx'];
+    expect(await trgm()).toEqual(first.optional.trigram ? all : []);
+    // A second start changes nothing.
+    expect((await migrate(sql, schema)).optional?.changed).toEqual([]);
+    if (first.optional.trigram) {
+      await sql`drop index vcon_parties_tel_trgm_idx`;
+      expect((await migrate(sql, schema)).optional?.changed).toEqual(['vcon_parties_tel_trgm_idx']);
+      expect(await trgm()).toEqual(all);
+    }
+  });
+
+  it('refuses a schema that records the pre-squash history, saying how to get out', async () => {
+    const schema = testSchemaName('mig');
+    const sql = pool(schema);
+    await sql.unsafe(`create schema "${schema}"`);
+    await sql.unsafe(`create table "${schema}".schema_migrations (
+      version integer primary key, name text not null, checksum text not null, applied_at timestamptz not null default now())`);
+    await sql.unsafe(`insert into "${schema}".schema_migrations (version, name, checksum) values (1, $1, 'old'), (10, $2, 'old')`, [
+      PRE_SQUASH_MIGRATIONS[0],
+      PRE_SQUASH_MIGRATIONS[1],
+    ]);
+    const refusal = /squashed into 0001_baseline \(it records 0001_storage\).*drop schema/;
+    await expect(migrate(sql, schema)).rejects.toThrow(MigrationError);
+    await expect(migrate(sql, schema)).rejects.toThrow(refusal);
+    await expect(migrationStatus(sql, schema)).rejects.toThrow(refusal);
+    const [row] = await sql<{ n: number }[]>`
+      select count(*)::int as n from information_schema.tables where table_schema = ${schema} and table_name = 'vcons'`;
+    expect(row.n).toBe(0);
   });
 });
