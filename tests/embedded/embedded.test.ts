@@ -3,7 +3,7 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import postgres from 'postgres';
 import { acquireEmbeddedPostgres, isAlive as alive } from '../../src/db/embedded.js';
 import { packageRoot } from '../../src/paths.js';
@@ -14,6 +14,9 @@ afterAll(async () => {
   await new Promise((r) => execFile('pkill', ['-f', `-D ${path.join(base, 'pgdata')}`], r));
   rmSync(base, { recursive: true, force: true });
 });
+
+// pg_ctl stop -w returns once postmaster.pid is gone, a moment before the process itself exits.
+const exited = (pid: number) => vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 15_000, interval: 50 });
 
 const postmasterPid = () => Number(readFileSync(path.join(base, 'pgdata', 'postmaster.pid'), 'utf8').split('\n')[0]);
 
@@ -31,7 +34,7 @@ describe('embedded PostgreSQL', () => {
     await a.release();
     expect(alive(pid)).toBe(true);
     await b.release();
-    expect(alive(pid)).toBe(false);
+    await exited(pid);
   });
 
   it('recovers from a postmaster orphaned by a SIGKILLed owner', async () => {
@@ -56,6 +59,6 @@ describe('embedded PostgreSQL', () => {
     expect((await sql`select 1 as ok`)[0].ok).toBe(1);
     await sql.end();
     await next.release();
-    expect(alive(orphan)).toBe(false);
+    await exited(orphan);
   }, 60_000);
 });
