@@ -1,7 +1,9 @@
 // Copies the non-TypeScript files the compiled server reads at run time (SQL migrations)
 // into dist/, and marks the two bins executable.
-import { chmodSync, cpSync, existsSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, rmSync } from 'node:fs';
 
+// Replace, not merge: a migration removed from src (the squash into 0001_baseline) must not linger in dist.
+rmSync('dist/src/db/migrations', { recursive: true, force: true });
 cpSync('src/db/migrations', 'dist/src/db/migrations', { recursive: true });
 for (const bin of ['dist/src/main.js', 'dist/cli/index.js']) {
   if (existsSync(bin)) chmodSync(bin, 0o755);
