@@ -2,8 +2,9 @@
 // content of seed.ts, group B the real fixtures; B's expectations are counted from the files.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminSql, createTestSchema } from '../helpers/db.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { adminSql, createTestSchema, databaseUrl } from '../helpers/db.js';
+import { createSql } from '../../src/db/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { createIntrospectionRepo } from '../../src/db/introspection-repo.js';
 import { createDatabaseService } from '../../src/services/database-service.js';
@@ -148,12 +149,22 @@ describe('long-running queries of this application', () => {
   it('are listed with their text; other applications\' are not', async () => {
     const t = await createTestSchema('dbh');
     const other = adminSql();
+    const sibling = createSql({ url: databaseUrl(), schema: t.schema, max: 1 });
     try {
       const service = createDatabaseService({ repo: createIntrospectionRepo(t.sql, t.schema), analyzeTimeoutMs: 1000, longRunningS: 0.3 });
-      // postgres.js sends a query when it is awaited or executed: start both now.
-      const mine = t.sql`select pg_sleep(1.5), 'mine-long-query'`.execute();
-      const theirs = other.unsafe(`set application_name = 'not-vcon'; select pg_sleep(1.5), 'their-long-query'`).execute();
-      await new Promise((r) => setTimeout(r, 700));
+      // postgres.js sends a query when it is awaited or executed: start both now; they run until cancelled.
+      // Ours runs on a connection of its own with the pool's application_name: on the service's
+      // pool, postgres.js could queue one of the health queries behind it.
+      const cancelled = (err: { code?: string }) => err.code;
+      const mine = sibling`select pg_sleep(60), 'mine-long-query'`.execute().catch(cancelled);
+      const theirs = other.unsafe(`set application_name = 'not-vcon'; select pg_sleep(60), 'their-long-query'`).execute().catch(cancelled);
+      // Both running for longer than longRunningS (0.3 s), as seen by the server's own clock.
+      const active = async () =>
+        other<{ pid: number }[]>`
+          select pid from pg_stat_activity
+          where query like any(array['%mine-long-query%', '%their-long-query%']) and state = 'active' and pid <> pg_backend_pid()
+            and query_start < clock_timestamp() - interval '0.5 s'`;
+      await vi.waitFor(async () => expect(await active()).toHaveLength(2), { timeout: 20_000, interval: 50 });
       const h = await service.health(internalCtx);
       const text = JSON.stringify(h);
       expect(h.connections.application.long_running).toEqual([expect.objectContaining({ state: 'active', query: expect.stringContaining('pg_sleep') })]);
@@ -161,9 +172,13 @@ describe('long-running queries of this application', () => {
       expect(h.alerts).toContainEqual(expect.objectContaining({ code: 'long_running_query', severity: 'warning' }));
       expect(h.status).toBe('warning');
       expect(text).not.toContain('their-long-query');
-      await Promise.all([mine, theirs]);
+      expect(await active()).toHaveLength(2); // theirs was running all along, only not shown
+      for (const { pid } of await active()) await other`select pg_cancel_backend(${pid})`;
+      expect(await Promise.all([mine, theirs])).toEqual(['57014', '57014']); // query_canceled
     } finally {
-      await other.end();
+      // A failed assertion must not leave the sleeps holding connections.
+      await other`select pg_cancel_backend(pid) from pg_stat_activity where query like '%-long-query%' and pid <> pg_backend_pid()`;
+      await Promise.all([other.end(), sibling.end()]);
       await t.drop();
     }
   });

@@ -1,5 +1,5 @@
 // Every database and analytics route on a schema with known content (tests/database/seed.ts).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { adminSql } from '../helpers/db.js';
 import { RO_KEY, startTestServer, type TestServer } from '../helpers/server.js';
 import { dayOf, monthOf, seedKnown, type Seeded } from './seed.js';
@@ -128,17 +128,28 @@ describe('GET /database/health', () => {
     const admin = adminSql();
     const other = adminSql();
     try {
-      // Another application's long query: it must not appear (nor its text).
-      const pending = other.unsafe(`set application_name = 'someone-else'; select pg_sleep(2), 'secret-text-of-another-app'`).execute();
-      await new Promise((r) => setTimeout(r, 300));
+      // Another application's long query: it must not appear (nor its text). It runs until cancelled.
+      const pending = other
+        .unsafe(`set application_name = 'someone-else'; select pg_sleep(60), 'secret-text-of-another-app'`)
+        .execute()
+        .catch((err: { code?: string }) => err.code);
+      const running = async () =>
+        (
+          await admin<{ pid: number }[]>`
+            select pid from pg_stat_activity where query like '%secret-text-of-another-app%' and state = 'active' and pid <> pg_backend_pid()`
+        ).map((r) => r.pid);
+      // It is running (the server counts it) before we look, and still after: only not shown.
+      await vi.waitFor(async () => expect(await running()).toHaveLength(1), { timeout: 15_000, interval: 50 });
       const d = await ok('/database/health');
       expect(JSON.stringify(d)).not.toContain('secret-text-of-another-app');
       expect(d.connections.application.long_running).toEqual([]);
-      // It is running (the server counts it), only not shown.
-      const [{ n }] = await admin<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where query like '%secret-text-of-another-app%' and state = 'active' and pid <> pg_backend_pid()`;
-      expect(n).toBe(1);
-      await pending;
+      const [pid] = await running();
+      expect(pid).toBeDefined();
+      await admin`select pg_cancel_backend(${pid})`;
+      expect(await pending).toBe('57014'); // query_canceled
     } finally {
+      // A failed assertion must not leave the sleep holding a connection.
+      await admin`select pg_cancel_backend(pid) from pg_stat_activity where query like '%secret-text-of-another-app%' and pid <> pg_backend_pid()`;
       await admin.end();
       await other.end();
     }

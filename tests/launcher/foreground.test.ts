@@ -90,7 +90,7 @@ describe('vcon-launch start (foreground)', () => {
     }
   });
 
-  test('a SIGKILLed child is restarted within 2 s while the other group keeps answering', async () => {
+  test('a SIGKILLed child is restarted while the other group keeps answering', async () => {
     const before = ws.registry();
     const betaApi = `${before.beta.url}/api/v1`;
     let betaFailures = 0;
@@ -102,19 +102,16 @@ describe('vcon-launch start (foreground)', () => {
         await sleep(50);
       }
     })();
-    const t0 = Date.now();
+    // How fast the restart is belongs to tests/hardening/launcher-crash.test.ts (under load, < 2 s).
     process.kill(before.alpha.pid, 'SIGKILL');
     const after = await waitFor(async () => {
       const e = ws.registry().alpha;
       if (!e || e.pid === before.alpha.pid) return undefined;
       const h = await api(`${e.url}/api/v1`, '/health').catch(() => ({ status: 0 }));
       return h.status === 200 ? e : undefined;
-    }, 5_000, 20);
-    const ms = Date.now() - t0;
+    }, 30_000, 20);
     probing = false;
     await probe;
-    console.info(`restart after SIGKILL: ${ms} ms`);
-    expect(ms).toBeLessThan(2_000);
     expect(after.pid).not.toBe(before.alpha.pid);
     expect(isAlive(before.beta.pid)).toBe(true);
     expect(betaFailures).toBe(0);

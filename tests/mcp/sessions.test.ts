@@ -2,7 +2,7 @@
 // (startTestServer takes env only; these need createMcpHttp options and a plugin object).
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { createServices } from '../../src/main.js';
@@ -30,12 +30,15 @@ const inProcess: Plugin = {
 };
 
 let t: TestSchema;
-let server: Server;
-let mcp: McpHttp;
-let url: string;
 
-beforeAll(async () => {
-  t = await createTestSchema('mcps');
+interface Running {
+  mcp: McpHttp;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** An app with its own /mcp: the idle test gets a short idle timeout of its own, so a slow moment between two calls of another test never expires that test's session. */
+async function startApp(idleTimeoutMs: number): Promise<Running> {
   const config = parseConfig({
     MCP_TRANSPORT: 'http',
     DATABASE_URL: databaseUrl(),
@@ -47,18 +50,34 @@ beforeAll(async () => {
   const log = createLogger(config);
   const services = createServices(t.sql, config, [inProcess]);
   const buildInfo = getBuildInfo();
-  mcp = createMcpHttp({ config, log, services, buildInfo, production: false, basePath: config.rest.basePath, idleTimeoutMs: 400, maxSessions: 2 });
+  const mcp = createMcpHttp({ config, log, services, buildInfo, production: false, basePath: config.rest.basePath, idleTimeoutMs, maxSessions: 2 });
   const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });
-  server = await new Promise<Server>((resolve) => {
+  const server = await new Promise<Server>((resolve) => {
     const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
   });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    mcp,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      await mcp.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+let main: Running;
+let url: string;
+let mcp: McpHttp;
+
+beforeAll(async () => {
+  t = await createTestSchema('mcps');
+  main = await startApp(60 * 60_000);
+  ({ url, mcp } = main);
 });
 
 afterAll(async () => {
-  await mcp?.close();
-  server?.closeAllConnections();
-  await new Promise((r) => server?.close(r));
+  await main?.close();
   await t?.drop();
 });
 
@@ -92,17 +111,22 @@ describe('MCP HTTP session limits', () => {
   });
 
   it('closes sessions idle longer than idleTimeoutMs; their id then answers 404', async () => {
-    const s = await connectHttp(url, KEY);
-    const sid = s.transport.sessionId!;
-    expect(mcp.stats().sessions).toBe(1);
-    await new Promise((r) => setTimeout(r, 1_000));
-    expect(mcp.stats().sessions).toBe(0);
-    const res = await fetch(`${url}/mcp`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${KEY}`, 'mcp-session-id': sid },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }),
-    });
-    expect(res.status).toBe(404);
-    await s.client.close();
+    const short = await startApp(1_000);
+    const { url, mcp } = short;
+    try {
+      // Connecting at all proves the session existed (the handshake is two requests on it).
+      const s = await connectHttp(url, KEY);
+      const sid = s.transport.sessionId!;
+      await vi.waitFor(() => expect(mcp.stats().sessions).toBe(0), { timeout: 15_000, interval: 50 });
+      const res = await fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${KEY}`, 'mcp-session-id': sid },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }),
+      });
+      expect(res.status).toBe(404);
+      await s.client.close();
+    } finally {
+      await short.close();
+    }
   });
 });

@@ -1,0 +1,44 @@
+// How fast a stdio server leaves when its client closes stdin (what Claude Desktop does): it must
+// be gone before the SDK's close() would SIGTERM it (2 s). A duration, so it lives here and not in
+// the functional suite (tests/mcp/stdio.test.ts checks that it exits cleanly by itself).
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { packageRoot } from '../../src/paths.js';
+import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
+import { SERVER } from './helpers.js';
+
+const schema = testSchemaName('stdioexit');
+
+afterAll(async () => {
+  const admin = adminSql();
+  await admin.unsafe(`drop schema if exists "${schema}" cascade`);
+  await admin.end();
+});
+
+describe('a stdio server whose client closes stdin', () => {
+  it('exits within 1.9 s, three times out of three', async () => {
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [SERVER],
+        cwd: packageRoot,
+        stderr: 'ignore',
+        env: { PATH: process.env.PATH ?? '', MCP_TRANSPORT: 'stdio', DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, LOG_LEVEL: 'warn' },
+      });
+      const client = new Client({ name: 'vcon-hardening', version: '1.0.0' });
+      await client.connect(transport);
+      await client.listTools();
+      const child = (transport as unknown as { _process: ChildProcess })._process;
+      const exited = new Promise<number>((resolve) => child.once('exit', () => resolve(performance.now())));
+      const t0 = performance.now();
+      (child.stdin as NodeJS.WritableStream).end();
+      times.push(Math.round((await exited) - t0));
+      await client.close();
+    }
+    console.log(`[hardening] stdio exit after stdin closed: ${JSON.stringify(times)} ms`);
+    for (const ms of times) expect(ms).toBeLessThan(1_900);
+  }, 120_000);
+});
