@@ -133,6 +133,17 @@ export const EnvSchema = z.object({
   ANALYZE_DATABASE_USER: optionalString,
   ANALYZE_DATABASE_PASSWORD: optionalString,
   DB_POOL_MAX: int(10, 1, 200),
+  DB_IDLE_TIMEOUT_S: int(5, 1, 3600),
+  DB_QUEUE_TIMEOUT_MS: int(5_000, 0, 600_000),
+  DB_POOLER: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((v) => v || 'none')
+    .pipe(z.enum(['none', 'pgbouncer'], { message: 'must be none or pgbouncer' })),
+  // -1: not set (the launcher then keeps a tenth of max_connections, 3 to 10).
+  DB_RESERVED_CONNECTIONS: int(-1, 0, 10_000),
   ENV_FILE: optionalString,
   VCON_INSTANCE_LABEL: optionalString,
   VCON_DATA_DIR: optionalString,
@@ -194,6 +205,14 @@ export interface Config {
     analyze: { user: string; password: string | undefined } | undefined;
     schema: string;
     poolMax: number;
+    /** Seconds an unused pooled connection is kept before it is closed. */
+    idleTimeoutS: number;
+    /** How long a request waits for a pooled connection before database_busy. */
+    queueTimeoutMs: number;
+    /** pgbouncer: transaction pooling in front (no startup parameters, no named prepared statements). */
+    pooler: 'none' | 'pgbouncer';
+    /** Launcher only: connections of the server kept free for operators, migrations and provision. */
+    reservedConnections: number | undefined;
     statementTimeoutMs: number;
   };
   plugins: string[];
@@ -267,6 +286,10 @@ export function parseConfig(env: EnvInput): Config {
       analyze: e.ANALYZE_DATABASE_USER ? { user: e.ANALYZE_DATABASE_USER, password: e.ANALYZE_DATABASE_PASSWORD } : undefined,
       schema: e.SUPABASE_DB_SCHEMA,
       poolMax: e.DB_POOL_MAX,
+      idleTimeoutS: e.DB_IDLE_TIMEOUT_S,
+      queueTimeoutMs: e.DB_QUEUE_TIMEOUT_MS,
+      pooler: e.DB_POOLER,
+      reservedConnections: e.DB_RESERVED_CONNECTIONS < 0 ? undefined : e.DB_RESERVED_CONNECTIONS,
       statementTimeoutMs: e.STATEMENT_TIMEOUT_MS,
     },
     plugins: e.VCON_PLUGINS_PATH,

@@ -10,6 +10,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { getBuildInfo } from './version.js';
 import { createSql, type Sql } from './db/client.js';
+import { applicationNameOf } from './db/server-limits.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
 import { withCredentials } from './db/roles.js';
@@ -20,6 +21,7 @@ import { createIntrospectionRepo } from './db/introspection-repo.js';
 import { createAnalyticsRepo } from './db/analytics-repo.js';
 import { loadPlugins, PluginLoadError, type Plugin } from './plugins/index.js';
 import { createHealthService } from './services/health-service.js';
+import { createAdmission } from './services/admission.js';
 import { createVconService } from './services/vcon-service.js';
 import { createTagService } from './services/tag-service.js';
 import { createDiscoveryService } from './services/discovery-service.js';
@@ -67,11 +69,18 @@ export function createServices(sql: Sql, config: Config, plugins: readonly Plugi
       log: searchLog,
     }).start();
   }
+  const admission = createAdmission({ limit: config.db.poolMax, maxWaitMs: config.db.queueTimeoutMs });
   return {
+    admission,
     health: createHealthService({
+      // One round trip that also counts this instance's server connections (by application_name).
       ping: async () => {
-        await sql`select 1`;
+        const [r] = await sql<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity
+           where datname = current_database() and application_name = current_setting('application_name')`;
+        return r.n;
       },
+      admission,
       schema: config.db.schema,
       label: config.label,
       buildInfo,
@@ -90,6 +99,23 @@ export function createServices(sql: Sql, config: Config, plugins: readonly Plugi
   };
 }
 
+/**
+ * Behind PgBouncer the schema is pinned by the role's own search_path (no startup parameter gets
+ * through): refuse to serve when it is not, rather than reading and writing another schema.
+ */
+async function checkPinnedByRole(sql: Sql, schema: string): Promise<void> {
+  const [{ search_path }] = await sql<{ search_path: string }[]>`select current_setting('search_path') as search_path`;
+  const first = search_path.split(',')[0]?.trim().replace(/^"(.*)"$/, '$1');
+  if (first !== schema) {
+    throw new ConfigError([
+      {
+        variable: 'DB_POOLER',
+        message: `with pgbouncer the role must pin the schema, but its search_path is "${search_path}" (expected "${schema}" first); run \`vcon-launch provision --group <name>\` and connect as the role it creates`,
+      },
+    ]);
+  }
+}
+
 /** Starts one instance from a validated config. In HTTP mode it listens before resolving. */
 export async function startInstance(config: Config, opts: { log?: Logger } = {}): Promise<Instance> {
   const log = opts.log ?? createLogger(config);
@@ -106,15 +132,18 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     url,
     schema: config.db.schema,
     max: config.db.poolMax,
-    applicationName: `vcon-${config.label ?? config.db.schema}`.slice(0, 60),
+    applicationName: applicationNameOf(config.label, config.db.schema),
     // No request may hang on a runaway statement: every statement of the pool is bounded.
     statementTimeoutMs: config.db.statementTimeoutMs,
+    idleTimeoutS: config.db.idleTimeoutS,
+    pooler: config.db.pooler,
   });
   const cleanup = async () => {
     await sql.end({ timeout: 5 }).catch(() => undefined);
     await embedded?.release();
   };
   try {
+    if (config.db.pooler === 'pgbouncer') await checkPinnedByRole(sql, config.db.schema);
     await migrate(sql, config.db.schema, { log });
     const plugins = await loadPlugins(config.plugins, log);
     const services = createServices(sql, config, plugins, log);

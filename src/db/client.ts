@@ -14,6 +14,15 @@ export interface SqlOptions {
   max?: number;
   applicationName?: string;
   statementTimeoutMs?: number;
+  /** Seconds an unused connection is kept (default 5): idle groups give their connections back. */
+  idleTimeoutS?: number;
+  /**
+   * pgbouncer: transaction pooling in front. PgBouncer refuses startup parameters it does not
+   * track (search_path, statement_timeout), so the role's own settings pin the schema
+   * (`vcon-launch provision`), and named prepared statements are off (PgBouncer 1.18 cannot
+   * carry them across server connections).
+   */
+  pooler?: 'none' | 'pgbouncer';
 }
 
 /** The marks scripts/patch-postgres.mjs leaves in postgres.js (a test keeps the two lists equal). */
@@ -49,6 +58,7 @@ export function assertDriverPatched(): void {
 export function createSql(opts: SqlOptions): Sql {
   assertDriverPatched();
   const searchPath = opts.schema === 'public' ? 'public, extensions' : `"${opts.schema}", extensions`;
+  const pgbouncer = opts.pooler === 'pgbouncer';
   return postgres(opts.url, {
     max: opts.max ?? 10,
     connect_timeout: 5,
@@ -56,13 +66,14 @@ export function createSql(opts: SqlOptions): Sql {
     // queued on a closed connection wait that long: after an outage the service would stall.
     // Retry quickly instead (a refused connect costs nothing) and let the request fail as 503.
     backoff: (attempts: number) => Math.min(0.05 * 2 ** attempts, 1),
-    idle_timeout: 60,
+    idle_timeout: opts.idleTimeoutS ?? 5,
     onnotice: () => {},
     transform: { undefined: null },
+    ...(pgbouncer ? { prepare: false } : {}),
     connection: {
-      search_path: searchPath,
       application_name: opts.applicationName ?? `vcon-${opts.schema}`,
-      ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+      ...(pgbouncer ? {} : { search_path: searchPath }),
+      ...(opts.statementTimeoutMs && !pgbouncer ? { statement_timeout: opts.statementTimeoutMs } : {}),
     },
   }) as Sql;
 }

@@ -69,7 +69,6 @@ const UNAVAILABLE_CODES = new Set([
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now (starting up)
-  '53300', // too_many_connections
 ]);
 
 /** `instanceof` for any thrown value: a proxy's getPrototypeOf trap may throw. */
@@ -108,4 +107,40 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const code = propOf(err, 'code');
   if (typeof code !== 'string') return false;
   return UNAVAILABLE_CODES.has(code) || code.startsWith('08');
+}
+
+/**
+ * True when PostgreSQL is up but out of capacity: SQLSTATE class 53 (insufficient resources,
+ * e.g. 53300 too many connections). The caller should retry shortly, not page anyone.
+ */
+export function isDatabaseCapacity(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return typeof code === 'string' && code.length === 5 && code.startsWith('53');
+}
+
+/** Seconds a client is asked to wait (Retry-After) when the database is busy. */
+export const BUSY_RETRY_AFTER_S = 1;
+
+/**
+ * 503 database_busy: every pooled connection stayed in use for longer than the queue bound, or
+ * PostgreSQL refused a connection for capacity. Distinct from database_unavailable (unreachable).
+ */
+export class DatabaseBusyError extends AppError {
+  readonly retryAfterS = BUSY_RETRY_AFTER_S;
+  constructor(message = 'The database is busy (every connection of this group is in use); retry shortly', hint?: string) {
+    super(503, 'database_busy', message, undefined, hint);
+  }
+}
+
+/**
+ * The typed error for a database failure that is not the request's fault (busy or unreachable),
+ * or undefined for anything else. One mapping for both transports.
+ */
+export function databaseErrorOf(err: unknown): AppError | undefined {
+  if (isInstance(err, AppError)) return undefined;
+  if (isDatabaseCapacity(err)) {
+    return new DatabaseBusyError('The database is at its connection limit; retry shortly', 'Lower DB_POOL_MAX of the groups or put PgBouncer in front (README "Many groups")');
+  }
+  if (isDatabaseUnavailable(err)) return new AppError(503, 'database_unavailable', 'The database is not reachable; try again shortly');
+  return undefined;
 }

@@ -15,8 +15,9 @@ export const ERROR_CODES = {
   413: ['payload_too_large'],
   415: ['unsupported_media_type'],
   500: ['internal_error'],
+  // database_busy: every connection stayed in use past DB_QUEUE_TIMEOUT_MS, or PostgreSQL refused one for capacity (SQLSTATE class 53).
   // embeddings_unavailable: the embedding provider of semantic/hybrid search failed (search routes only).
-  503: ['auth_not_configured', 'database_unavailable', 'embeddings_unavailable'],
+  503: ['auth_not_configured', 'database_unavailable', 'database_busy', 'embeddings_unavailable'],
 } as const satisfies Record<number, readonly string[]>;
 
 export type ErrorStatus = keyof typeof ERROR_CODES;
@@ -68,11 +69,19 @@ export const HealthOk = z.object({
   instance: z.string().nullable().describe('VCON_INSTANCE_LABEL, or null'),
   version: z.string(),
   uptime_s: Count,
+  pool: z
+    .object({
+      size: Count.describe('Connections this instance may open (DB_POOL_MAX or its share of the connection budget)'),
+      in_use: Count.describe('Requests using the pool now'),
+      waiting: Count.describe('Requests waiting for a connection now'),
+      connections: Count.nullable().describe('Server connections this instance holds now; null when not measured (busy or down)'),
+    })
+    .describe("The instance's database pool"),
 });
 export const HealthDown = HealthOk.extend({
   success: z.literal(false),
-  status: z.literal('unhealthy'),
-  database: z.literal('error'),
+  status: z.enum(['unhealthy', 'busy']).describe('busy: the database is up but every connection of this group is in use (retry after Retry-After); unhealthy: not reachable'),
+  database: z.enum(['error', 'busy']),
 });
 
 export const VersionInfo = z.object({

@@ -11,6 +11,7 @@ import { createAuth } from '../transport/auth.js';
 import { createCors, REST_CORS } from '../transport/cors.js';
 import { sendError } from '../transport/errors.js';
 import { createBodyParser } from './body.js';
+import { createAdmissionGate } from './admission.js';
 import { registerInfraRoutes } from './routes/infra.js';
 import { registerVconRoutes } from './routes/vcons.js';
 import { registerTagRoutes } from './routes/tags.js';
@@ -72,6 +73,7 @@ export function buildApp(deps: AppDeps): Express {
   if (config.rest.enabled) {
     api.use(createAuth(config, log));
     api.use(createBodyParser(config));
+    api.use(createAdmissionGate(services.admission));
     registerVconRoutes(api, services);
     registerTagRoutes(api, services);
     registerSearchRoutes(api, services);

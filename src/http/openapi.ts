@@ -122,7 +122,7 @@ const ROUTES: Route[] = [
   {
     method: 'get', path: '/health', id: 'getHealth', tag: 'infrastructure', open: true,
     summary: 'API and database health', description: 'Reports the active schema and the instance label. Never reveals database version, host or credentials.',
-    replies: { 200: { description: 'Healthy', schema: 'HealthOk' }, 503: { description: 'The database is not reachable', schema: 'HealthDown' } },
+    replies: { 200: { description: 'Healthy', schema: 'HealthOk' }, 503: { description: 'The database is not reachable (unhealthy) or every connection of the group is in use (busy, with Retry-After)', schema: 'HealthDown' } },
   },
   {
     method: 'get', path: '/version', id: 'getVersion', tag: 'infrastructure', open: true,

@@ -30,7 +30,7 @@ export function registerResources(server: McpServer, deps: ResourceDeps): void {
   /** Runs a read, turning service errors into JSON-RPC errors with REST's codes. */
   const read = async (uri: URL, requestId: string | number, fn: (ctx: RequestCtx) => Promise<unknown>) => {
     try {
-      return json(uri, await fn(ctxOf(requestId)));
+      return json(uri, await services.admission.run(() => fn(ctxOf(requestId))));
     } catch (err) {
       throw toProtocolError(err, opts);
     }

@@ -66,7 +66,7 @@ export function buildMcpServer(deps: McpServerDeps, who: SessionIdentity): McpSe
         try {
           // Unreachable through listing; kept so a scope mistake can never become a write.
           if (tool.scope === 'write' && ctx.scope !== 'write') throw new ForbiddenError(`${tool.name} needs a read-write key`);
-          return toToolResult(await tool.run(args ?? {}, ctx, env));
+          return toToolResult(await services.admission.run(() => tool.run(args ?? {}, ctx, env)));
         } catch (err) {
           return toToolError(err, opts);
         }
@@ -91,7 +91,7 @@ export function buildMcpServer(deps: McpServerDeps, who: SessionIdentity): McpSe
             async (args: Record<string, unknown>, extra) => {
               try {
                 const parsed = validate(z.looseObject(shape), args ?? {}, `arguments of ${pt.name}`) as Record<string, unknown>;
-                return toToolResult(await pt.handler(parsed, ctxOf(extra.requestId)));
+                return toToolResult(await services.admission.run(async () => pt.handler(parsed, ctxOf(extra.requestId))));
               } catch (err) {
                 return toToolError(err, opts);
               }

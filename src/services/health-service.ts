@@ -1,16 +1,39 @@
 import type { BuildInfo } from '../version.js';
+import { isDatabaseCapacity } from '../domain/errors.js';
+import type { Admission } from './admission.js';
+
+/** healthy: the database answered; busy: it is up but this group's pool (or the server) is full; unhealthy: unreachable. */
+export type HealthState = 'healthy' | 'busy' | 'unhealthy';
+
+export interface PoolReport {
+  /** The pool size (DB_POOL_MAX, or what the launcher's connection budget gave this group). */
+  size: number;
+  /** Requests using the pool now. */
+  in_use: number;
+  /** Requests waiting for a connection now. */
+  waiting: number;
+  /** Server connections this instance holds now (pg_stat_activity); null when not measured. */
+  connections: number | null;
+}
 
 export interface HealthReport {
+  state: HealthState;
   healthy: boolean;
   schema: string;
   instance: string | null;
   version: string;
   uptime_s: number;
+  pool: PoolReport;
 }
 
-/** `/health`: a database round trip bounded by a timeout, so an outage answers 503 within 2 s. */
+/**
+ * `/health`: a database round trip bounded by a timeout, so an outage answers 503 within 2 s.
+ * A group whose pool is full is reported busy without queueing the ping behind its requests.
+ */
 export function createHealthService(deps: {
-  ping: () => Promise<void>;
+  /** Resolves with the number of server connections this instance holds. */
+  ping: () => Promise<number>;
+  admission: Admission;
   schema: string;
   label: string | null;
   buildInfo: BuildInfo;
@@ -18,22 +41,34 @@ export function createHealthService(deps: {
 }) {
   const started = Date.now();
   const timeoutMs = deps.timeoutMs ?? 1500;
+  const probe = async (): Promise<{ state: HealthState; connections: number | null }> => {
+    if (deps.admission.stats().waiting > 0) return { state: 'busy', connections: null };
+    let timer: NodeJS.Timeout | undefined;
+    const result = await Promise.race([
+      deps.ping().then(
+        (connections) => ({ state: 'healthy' as const, connections }),
+        (err) => ({ state: isDatabaseCapacity(err) ? ('busy' as const) : ('unhealthy' as const), connections: null }),
+      ),
+      new Promise<{ state: HealthState; connections: null }>((resolve) => {
+        // A ping stuck behind a full pool is busy, not down.
+        timer = setTimeout(() => resolve({ state: deps.admission.saturated() ? 'busy' : 'unhealthy', connections: null }), timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    return result;
+  };
   return {
     async check(): Promise<HealthReport> {
-      let timer: NodeJS.Timeout | undefined;
-      const healthy = await Promise.race([
-        deps.ping().then(() => true, () => false),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(false), timeoutMs);
-        }),
-      ]);
-      clearTimeout(timer);
+      const { state, connections } = await probe();
+      const { size, in_use, waiting } = deps.admission.stats();
       return {
-        healthy,
+        state,
+        healthy: state === 'healthy',
         schema: deps.schema,
         instance: deps.label,
         version: deps.buildInfo.version,
         uptime_s: Math.round((Date.now() - started) / 1000),
+        pool: { size, in_use, waiting, connections },
       };
     },
   };
@@ -41,14 +76,17 @@ export function createHealthService(deps: {
 
 export type HealthService = ReturnType<typeof createHealthService>;
 
+const DATABASE_OF = { healthy: 'connected', busy: 'busy', unhealthy: 'error' } as const;
+
 /** The body both transports answer with (REST adds `success`); never the server version or host. */
 export function healthBody(h: HealthReport) {
   return {
-    status: h.healthy ? ('healthy' as const) : ('unhealthy' as const),
-    database: h.healthy ? ('connected' as const) : ('error' as const),
+    status: h.state,
+    database: DATABASE_OF[h.state],
     schema: h.schema,
     instance: h.instance,
     version: h.version,
     uptime_s: h.uptime_s,
+    pool: h.pool,
   };
 }

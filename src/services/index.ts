@@ -7,6 +7,7 @@ import type { MetaService } from './meta-service.js';
 import type { SearchService } from './search-service.js';
 import type { DatabaseService } from './database-service.js';
 import type { AnalyticsService } from './analytics-service.js';
+import type { Admission } from './admission.js';
 
 /** Every use case of one instance, as both transports see them. Wired in src/main.ts. */
 export interface Services {
@@ -19,4 +20,6 @@ export interface Services {
   plugins: readonly Plugin[];
   database: DatabaseService;
   analytics: AnalyticsService;
+  /** Turns of the database pool: bounded wait, then database_busy. */
+  admission: Admission;
 }

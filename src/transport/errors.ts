@@ -2,7 +2,7 @@
 // transports: REST sends it as the body ({success: false, ...}, http/error-handler.ts), MCP as a
 // tool error's structured content or a JSON-RPC error's data (mcp/result.ts). Never throws.
 import type { Request, Response } from 'express';
-import { AppError, describeThrown, isDatabaseUnavailable, isInstance, propOf, type ErrorDetail } from '../domain/errors.js';
+import { AppError, BUSY_RETRY_AFTER_S, databaseErrorOf, describeThrown, isInstance, propOf, type ErrorDetail } from '../domain/errors.js';
 import type { Logger } from '../logger.js';
 
 /** The error body of API.md without the REST envelope's `success` and `request_id`. */
@@ -83,9 +83,11 @@ function map(err: unknown, opts: ErrorMapOptions): { status: number; body: Error
   if (typeof status === 'number' && Number.isInteger(status) && status >= 400 && status < 500 && propOf(err, 'expose') === true) {
     return { status, body: content(status === 413 ? 'payload_too_large' : 'invalid_parameter', message, production) };
   }
-  if (isDatabaseUnavailable(err)) {
-    logQuietly(log, 'warn', { err: message, ...opts.logFields }, 'database unavailable');
-    return { status: 503, body: content('database_unavailable', 'The database is not reachable; try again shortly', production) };
+  // Busy (pool wait bound, SQLSTATE class 53) or unreachable: 503 with its own code.
+  const dbErr = databaseErrorOf(err);
+  if (dbErr) {
+    logQuietly(log, 'warn', { err: message, code: dbErr.code, ...opts.logFields }, dbErr.code.replace('_', ' '));
+    return { status: dbErr.status, body: content(dbErr.code, dbErr.message, production, dbErr) };
   }
   logQuietly(log, 'error', { err: isInstance(err, Error) ? err : message, ...opts.logFields }, 'unhandled error');
   return { status: 500, body: content('internal_error', production ? 'An unexpected error occurred' : `An unexpected error occurred: ${message}`, production) };
@@ -109,6 +111,7 @@ export function sendErrorBody(req: Request, res: Response, status: number, c: Er
   const body: ErrorBody = { success: false, ...c };
   body.request_id = String(res.getHeader('X-Request-Id') ?? req.headers['x-request-id'] ?? '');
   if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+  if (c.error === 'database_busy' && !res.headersSent) res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_S));
   if (!res.headersSent) res.status(status).json(body);
   else res.end();
 }

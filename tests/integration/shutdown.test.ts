@@ -6,7 +6,8 @@ const state = () => ((globalThis as any).__slowPlugin ??= { arrived: 0 }) as { a
 
 describe('graceful shutdown', () => {
   it('finishes in-flight requests, then refuses new ones and closes the pool', async () => {
-    const s = await startTestServer({ VCON_PLUGINS_PATH: './tests/fixtures/plugins/slow.mjs' });
+    // A pool as large as the burst: every request is admitted at once (more would queue for a turn).
+    const s = await startTestServer({ VCON_PLUGINS_PATH: './tests/fixtures/plugins/slow.mjs', DB_POOL_MAX: '20' });
     const schema = s.schema;
     state().arrived = 0;
     const N = 20;

@@ -4,6 +4,7 @@ import type { BuildInfo } from '../../version.js';
 import type { Services } from '../../services/index.js';
 import { healthBody } from '../../services/health-service.js';
 import { buildOpenApiDocument } from '../openapi.js';
+import { BUSY_RETRY_AFTER_S } from '../../domain/errors.js';
 
 /** Routes that need no key: health, version, schema, openapi.json, examples (SPEC.md "Infrastructure"). */
 export function registerInfraRoutes(router: Router, deps: { config: Config; services: Services; buildInfo: BuildInfo }) {
@@ -12,6 +13,7 @@ export function registerInfraRoutes(router: Router, deps: { config: Config; serv
   router.get('/health', async (_req, res) => {
     const h = await services.health.check();
     res.setHeader('Cache-Control', 'no-store');
+    if (h.state === 'busy') res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_S));
     res.status(h.healthy ? 200 : 503).json({ success: h.healthy, ...healthBody(h) });
   });
 
