@@ -33,11 +33,12 @@ export const slotKey = (slot: Pick<Slot, 'spec' | 'replica' | 'replicas'>) =>
 
 /** Builds the registry entry of a running child. */
 export function entryOf(
-  slot: Pick<Slot, 'spec' | 'replica' | 'replicas' | 'role'>,
+  slot: Pick<Slot, 'spec' | 'replica' | 'replicas' | 'role' | 'env'>,
   child: Child,
   opts: { supervisorPid: number | null; logFile: string | null },
 ): RegistryEntry {
   const spec = slot.spec;
+  const pool = Number(slot.env.DB_POOL_MAX ?? spec.config.db.poolMax);
   return {
     group: spec.name,
     replica: slot.replica,
@@ -54,6 +55,9 @@ export function entryOf(
     supervisor_pid: opts.supervisorPid,
     log_file: opts.logFile,
     api_base_path: spec.config.rest.basePath,
+    database_key: spec.databaseKey,
+    db_pool: Number.isInteger(pool) ? pool : spec.config.db.poolMax,
+    db_pooled: spec.config.db.pooler === 'pgbouncer',
   };
 }
 

@@ -9,6 +9,9 @@ import { UserError } from '../errors.js';
 import { findCollisions, GroupConfigError, loadGroup, resolveDir, SHARED_FILE, type GroupSpec } from '../groups.js';
 import { ROLES_VARIABLE } from '../roles.js';
 import { addEnvDirFlag } from '../options.js';
+import { EMBEDDED_MAX_CONNECTIONS } from '../../src/db/embedded.js';
+import { applicationNameOf, readServerSnapshot, type ServerSnapshot } from '../../src/db/server-limits.js';
+import { planBudget, requestsOf, reserveOf } from '../budget.js';
 
 /** The verdict on one env file (or on a collision between groups). */
 export interface CheckResult {
@@ -107,6 +110,64 @@ async function identityOf(
   return { summary: `own role ${role}` };
 }
 
+/**
+ * The connection budget of every group of the directory started together: per group its pool
+ * size and the connections it holds now, and a failed result naming groups and numbers when
+ * they cannot fit. A database that cannot be reached is a warning (nothing is started).
+ */
+export async function checkBudget(envDir: string, launcher: Pick<LauncherEnvironment, 'databaseUrl'>): Promise<CheckResult[]> {
+  const groups: GroupSpec[] = [];
+  for (const name of readdirSync(envDir).filter((f) => f.endsWith('.env') && f !== SHARED_FILE && f !== EXAMPLE_FILE)) {
+    try {
+      groups.push(loadGroup(name.slice(0, -'.env'.length), envDir, launcher));
+    } catch {
+      /* already reported by checkEnvDir */
+    }
+  }
+  const snapshots = new Map<string, ServerSnapshot>();
+  const budgets = await planBudget(requestsOf(groups), {
+    limitsOf: async (key) => {
+      const spec = groups.find((g) => g.databaseKey === key)!;
+      if (!spec.databaseUrl) return { maxConnections: EMBEDDED_MAX_CONNECTIONS, superuserReserved: 3, reservedConnections: 0 };
+      try {
+        const snap = await readServerSnapshot(spec.databaseUrl);
+        snapshots.set(key, snap);
+        return snap;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    },
+    reserveOf: (key) => reserveOf(groups, key),
+    held: [],
+  });
+  const out: CheckResult[] = [];
+  for (const b of budgets) {
+    const subject = `connection budget of ${b.databaseLabel}`;
+    if (b.unchecked) {
+      out.push({ subject, ok: true, problems: [], warnings: [`cannot reach the database to read max_connections (${b.unchecked}); budget not checked`] });
+      continue;
+    }
+    const snap = snapshots.get(b.databaseKey);
+    const rows = b.allocations.map((a) => {
+      const spec = groups.find((g) => g.name === a.group)!;
+      const held = snap?.connectionsByApplication.get(applicationNameOf(spec.config.label, spec.config.db.schema)) ?? 0;
+      const how = a.pooled ? 'through PgBouncer' : a.explicit ? 'DB_POOL_MAX' : 'budget share';
+      return `${a.group}: pool ${a.pool}${a.replicas > 1 ? ` × ${a.replicas}` : ''} (${how}), ${held} connection(s) held now`;
+    });
+    const total = b.allocations.filter((a) => !a.pooled).reduce((n, a) => n + a.pool * a.replicas, 0);
+    out.push({
+      subject,
+      ok: !b.refusal,
+      problems: b.refusal ? [b.refusal] : [],
+      warnings: [],
+      summary: b.allocations.every((a) => a.pooled)
+        ? `every group connects through PgBouncer\n        ${rows.join('\n        ')}`
+        : `${total} of ${b.limits.maxConnections} connections for ${b.allocations.length} group(s) (${b.limits.superuserReserved} superuser-reserved, ${b.reserve} kept for operators)\n        ${rows.join('\n        ')}`,
+    });
+  }
+  return out;
+}
+
 /** Formats check results for people: one line per file, its problems and warnings indented. */
 export function formatCheck(results: CheckResult[]): string {
   return results
@@ -125,11 +186,14 @@ export function registerCheck(program: Command): void {
   const cmd = program.command('check').description('validate every env file without starting anything');
   addEnvDirFlag(cmd);
   cmd.action(async (opts: { envDir: string }) => {
-    const results = await checkEnvDir(resolveDir(opts.envDir), readLauncherEnvironment());
-    if (!results.length) throw new UserError(`no .env files in ${resolveDir(opts.envDir)}`);
-    process.stdout.write(formatCheck(results) + '\n');
-    const failed = results.filter((r) => !r.ok).length;
-    process.stdout.write(failed ? `${failed} problem(s) found\n` : `all ${results.length} file(s) valid\n`);
+    const envDir = resolveDir(opts.envDir);
+    const launcher = readLauncherEnvironment();
+    const results = await checkEnvDir(envDir, launcher);
+    if (!results.length) throw new UserError(`no .env files in ${envDir}`);
+    const budget = await checkBudget(envDir, launcher);
+    process.stdout.write(formatCheck([...results, ...budget]) + '\n');
+    const failed = [...results, ...budget].filter((r) => !r.ok).length;
+    process.stdout.write(failed ? `${failed} problem(s) found\n` : `all ${results.length} file(s) valid; the groups fit the connection budget\n`);
     process.exitCode = failed ? 1 : 0;
   });
 }

@@ -11,6 +11,9 @@ import { createCredentialStore } from '../credentials.js';
 import { createRegistry, type Registry } from '../registry.js';
 import { prepareIdentities, type GroupIdentity } from '../roles.js';
 import { createLinePrefixer, createSupervisor, entryOf, slotKey, type Slot } from '../supervisor.js';
+import { readServerSnapshot } from '../../src/db/server-limits.js';
+import { heldOf, planBudget, requestsOf, reserveOf, type DatabaseBudget } from '../budget.js';
+import type { Databases } from '../database.js';
 
 /** Options of `vcon-launch start`. */
 export interface StartOptions extends GroupFlags {
@@ -57,12 +60,40 @@ function checkAgainstRunning(specs: GroupSpec[], registry: Registry): void {
   if (problems.length) throw new UserError(problems.join('\n'));
 }
 
+/**
+ * The connection budget of the groups about to start, against what running groups already hold.
+ * Throws a UserError naming groups and numbers when they cannot fit.
+ */
+export async function budgetFor(
+  specs: GroupSpec[],
+  databases: Databases,
+  registry: Registry,
+  replicasOf: (spec: GroupSpec) => number,
+): Promise<DatabaseBudget[]> {
+  const budgets = await planBudget(requestsOf(specs, replicasOf), {
+    limitsOf: async (key) => {
+      const spec = specs.find((s) => s.databaseKey === key)!;
+      try {
+        return await readServerSnapshot(databases.urlOf(spec));
+      } catch (err) {
+        // The groups on it will fail their own start with the reason; the budget can't be checked.
+        return (err as Error).message;
+      }
+    },
+    reserveOf: (key) => reserveOf(specs, key),
+    held: heldOf(registry.list().live),
+  });
+  const refusals = budgets.flatMap((b) => (b.refusal ? [b.refusal] : []));
+  if (refusals.length) throw new UserError(`the groups do not fit the connection budget:\n${refusals.join('\n')}`);
+  return budgets;
+}
+
 /** The table printed once every group is healthy. */
-export function formatStartTable(rows: { group: string; label: string | null; schema: string; role: string; url: string; pid: number }[]): string {
+export function formatStartTable(rows: { group: string; label: string | null; schema: string; role: string; url: string; pid: number; pool: string }[]): string {
   // `group` is the instance name: the group, or group@N for each replica.
   return formatTable(
-    ['GROUP', 'LABEL', 'SCHEMA', 'ROLE', 'URL', 'PID'],
-    rows.map((r) => [r.group, r.label, r.schema, r.role, r.url, r.pid]),
+    ['GROUP', 'LABEL', 'SCHEMA', 'ROLE', 'URL', 'PID', 'POOL'],
+    rows.map((r) => [r.group, r.label, r.schema, r.role, r.url, r.pid, r.pool]),
   );
 }
 
@@ -80,7 +111,10 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   const t0 = Date.now();
   const databases = await openDatabases(specs);
   let identities: Map<string, GroupIdentity>;
+  let budgets: DatabaseBudget[];
   try {
+    // The budget first: a start that cannot fit is refused before any role is provisioned.
+    budgets = await budgetFor(specs, databases, registry, (spec) => replicasFlag ?? spec.config.replicas);
     // Foreground: the launcher holds the embedded cluster for its whole life and hands children a
     // URL on it. Detached: the launcher leaves, so each child joins the cluster itself (with its
     // role's name and password) and the last child to stop shuts it down.
@@ -89,11 +123,13 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
     await databases.release();
     throw err;
   }
+  const allocationOf = (name: string) => budgets.flatMap((b) => b.allocations).find((a) => a.group === name)!;
   // Replicas of a group share its schema, role and keys; PostgreSQL is what they share (migrations
   // run once under the schema's advisory lock, whichever replica gets there first).
   const slots: Slot[] = specs.flatMap((spec) => {
     const identity = identities.get(spec.name)!;
     const env: Record<string, string> = { ...launcher.inherited, ...spec.env, ...identity.env };
+    env.DB_POOL_MAX = String(allocationOf(spec.name).pool);
     const replicas = replicasFlag ?? spec.config.replicas;
     return Array.from({ length: replicas }, (_, i) => ({ spec, replica: i + 1, replicas, env: replicaEnv(env, spec, i + 1), role: identity.role }));
   });
@@ -138,8 +174,26 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
 
   const ms = Date.now() - t0;
   process.stdout.write(
-    formatStartTable(slots.map((s) => ({ group: slotKey(s), label: s.child!.label, schema: s.child!.schema, role: s.role, url: s.child!.url, pid: s.child!.pid }))) + '\n',
+    formatStartTable(
+      slots.map((s) => {
+        const a = allocationOf(s.spec.name);
+        const pool = `${a.pool}${a.explicit ? '' : a.pooled ? ' (pgbouncer)' : ' (budget)'}`;
+        return { group: slotKey(s), label: s.child!.label, schema: s.child!.schema, role: s.role, url: s.child!.url, pid: s.child!.pid, pool };
+      }),
+    ) + '\n',
   );
+  for (const b of budgets) {
+    if (b.allocations.every((a) => a.pooled)) continue;
+    if (b.unchecked) {
+      note(`connection budget of ${b.databaseLabel} not checked: ${b.unchecked}`);
+      continue;
+    }
+    const total = b.allocations.filter((a) => !a.pooled).reduce((n, a) => n + a.pool * a.replicas, 0);
+    note(
+      `connection budget of ${b.databaseLabel}: ${total} for these groups, ${b.held.reduce((n, h) => n + h.connections, 0)} for running groups, ` +
+        `of ${b.limits.maxConnections} (${b.limits.superuserReserved} superuser-reserved, ${b.reserve} kept for operators)`,
+    );
+  }
   const basePaths = new Set(specs.map((s) => s.config.rest.basePath));
   note(
     `${specs.length} group(s) healthy in ${(ms / 1000).toFixed(1)} s; REST under <URL>${basePaths.size === 1 ? [...basePaths][0] : '<REST_API_BASE_PATH>'}, MCP at <URL>/mcp`,

@@ -7,8 +7,8 @@ import { createRegistry, instanceKey, type RegistryEntry } from '../registry.js'
 
 /** One row of `vcon-launch status --json`: the registry entry plus the live /health. */
 export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path'> {
-  /** healthy (200), unhealthy (503 or another status) or unreachable (no answer). */
-  status: 'healthy' | 'unhealthy' | 'unreachable';
+  /** healthy (200), busy (503 with status busy: up, every connection in use), unhealthy (another answer) or unreachable (no answer). */
+  status: 'healthy' | 'busy' | 'unhealthy' | 'unreachable';
   /** The live /health body, as the instance reports it. */
   health: unknown;
 }
@@ -23,7 +23,8 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
   return Promise.all(
     live.map(async (e) => {
       const h = await fetchHealth(`${e.url}${e.api_base_path ?? '/api/v1'}`);
-      const status: GroupStatus['status'] = h.status === 200 ? 'healthy' : h.status === 0 ? 'unreachable' : 'unhealthy';
+      const busy = (h.body as { status?: string } | undefined)?.status === 'busy';
+      const status: GroupStatus['status'] = h.status === 200 ? 'healthy' : h.status === 0 ? 'unreachable' : busy ? 'busy' : 'unhealthy';
       return {
         group: e.group,
         replica: e.replica,
@@ -41,6 +42,9 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
         started_at: e.started_at,
         supervisor_pid: e.supervisor_pid,
         log_file: e.log_file,
+        database_key: e.database_key,
+        db_pool: e.db_pool,
+        db_pooled: e.db_pooled,
       };
     }),
   );
@@ -49,11 +53,13 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
 /** The status table: what the registry says next to what each instance reports about itself. */
 export function formatStatusTable(rows: GroupStatus[]): string {
   return formatTable(
-    ['GROUP', 'STATUS', 'PID', 'URL', 'SCHEMA', 'ROLE', 'LABEL', 'DATABASE', 'REPORTED (schema / label / db)', 'MODE'],
+    ['GROUP', 'STATUS', 'PID', 'URL', 'SCHEMA', 'ROLE', 'LABEL', 'DATABASE', 'POOL', 'CONNS', 'REPORTED (schema / label / db)', 'MODE'],
     rows.map((r) => {
-      const h = (r.health ?? {}) as { schema?: string; instance?: string | null; database?: string };
+      const h = (r.health ?? {}) as { schema?: string; instance?: string | null; database?: string; pool?: { size?: number; connections?: number | null } };
       const reported = r.status === 'unreachable' ? 'no answer' : `${h.schema ?? '?'} / ${h.instance ?? '-'} / ${h.database ?? '?'}`;
-      return [instanceKey(r), r.status, r.pid, r.url, r.schema, r.role, r.label, r.database, reported, r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached'];
+      const pool = `${h.pool?.size ?? r.db_pool ?? '?'}${r.db_pooled ? ' (pgbouncer)' : ''}`;
+      const conns = h.pool?.connections ?? '-';
+      return [instanceKey(r), r.status, r.pid, r.url, r.schema, r.role, r.label, r.database, pool, conns, reported, r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached'];
     }),
   );
 }
@@ -72,6 +78,6 @@ export function registerStatus(program: Command): void {
     if (opts.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
     else if (rows.length === 0) process.stdout.write('no groups are running\n');
     else process.stdout.write(formatStatusTable(rows) + '\n');
-    process.exitCode = rows.every((r) => r.status === 'healthy') ? 0 : 1;
+    process.exitCode = rows.every((r) => r.status === 'healthy' || r.status === 'busy') ? 0 : 1;
   });
 }

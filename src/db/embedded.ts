@@ -13,6 +13,9 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
+
+/** max_connections of the embedded cluster (the launcher's connection budget reads it before starting one). */
+export const EMBEDDED_MAX_CONNECTIONS = 300;
 export interface EmbeddedPostgres {
   url: string;
   port: number;
@@ -260,7 +263,7 @@ export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Lo
       bins.pg_ctl,
       [
         'start', '-D', pgdata, '-w', '-t', '60', '-l', logFile,
-        '-o', `-p ${p} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=300`,
+        '-o', `-p ${p} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=${EMBEDDED_MAX_CONNECTIONS}`,
       ],
       { ...opts, env: { ...process.env, LC_ALL: 'C' } },
     );
@@ -288,4 +291,16 @@ export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Lo
       });
     },
   };
+}
+
+/**
+ * Restarts an embedded cluster with another max_connections (a command-line setting, so it
+ * takes a restart): for tests and benchmarks of the connection budget, which need the limit of
+ * a stock server (100) rather than the embedded default.
+ */
+export async function restartWithMaxConnections(pg: EmbeddedPostgres, maxConnections: number): Promise<void> {
+  await runPgCtl([
+    'restart', '-D', pg.dataDir, '-m', 'fast', '-w', '-t', '60', '-l', path.join(path.dirname(pg.dataDir), 'postgres.log'),
+    '-o', `-p ${pg.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=${maxConnections}`,
+  ]);
 }
