@@ -99,8 +99,16 @@ export async function stopPid(pid: number, graceMs: number): Promise<'stopped' |
   return 'killed';
 }
 
+/**
+ * V8 flags of every child. A 2 MB young-generation semi-space instead of V8's 16 MB keeps an
+ * idle group ~8 MB smaller (fifty groups: 400 MB) for slightly more frequent minor GCs; an
+ * operator's NODE_OPTIONS setting it wins.
+ */
+export const childNodeFlags = (env: Record<string, string>) =>
+  /max-semi-space-size/.test(env.NODE_OPTIONS ?? '') ? [] : ['--max-semi-space-size=2'];
+
 const spawnServer = (args: string[], env: Record<string, string>, detached: boolean, output: 'pipe') =>
-  execa(process.execPath, [serverEntry(), ...args], {
+  execa(process.execPath, [...childNodeFlags(env), serverEntry(), ...args], {
     env,
     extendEnv: false,
     ipc: true,

@@ -33,7 +33,8 @@ import { createSearchRepo, createVectorWriter } from './db/search-repo.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import { createEmbeddingWorker, createSearchService } from './services/search-service.js';
 import { buildApp } from './http/app.js';
-import { createMcpHttp, type McpHttp } from './mcp/http.js';
+import express, { type Express, type RequestHandler } from 'express';
+import type { McpHttp, McpHttpOptions } from './mcp/http.js';
 
 export interface Instance {
   config: Config;
@@ -116,6 +117,36 @@ async function checkPinnedByRole(sql: Sql, schema: string): Promise<void> {
   }
 }
 
+/**
+ * The MCP endpoint, loaded on its first request: the MCP SDK and the tool definitions are ~10 MB
+ * of a process's memory, which a group used only over REST (or idle) never needs.
+ */
+function lazyMcpHttp(opts: McpHttpOptions): McpHttp {
+  let loaded: McpHttp | undefined;
+  let loading: Promise<RequestHandler> | undefined;
+  let closed = false;
+  const load = () =>
+    (loading ??= import('./mcp/http.js').then((m) => {
+      loaded = m.createMcpHttp(opts);
+      if (closed) void loaded.close();
+      const router = express.Router();
+      loaded.mount(router as unknown as Express);
+      return router as RequestHandler;
+    }));
+  return {
+    mount(app) {
+      app.all('/mcp', (req, res, next) => {
+        load().then((handle) => handle(req, res, next), next);
+      });
+    },
+    stats: () => loaded?.stats() ?? { sessions: 0, read: 0, write: 0 },
+    async close() {
+      closed = true;
+      await loaded?.close();
+    },
+  };
+}
+
 /** Starts one instance from a validated config. In HTTP mode it listens before resolving. */
 export async function startInstance(config: Config, opts: { log?: Logger } = {}): Promise<Instance> {
   const log = opts.log ?? createLogger(config);
@@ -158,7 +189,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       return { config, log, sql, services, stop: cleanup };
     }
     const buildInfo = getBuildInfo();
-    const mcp = createMcpHttp({ config, log, services, buildInfo, production: config.production, basePath: config.rest.basePath });
+    const mcp = lazyMcpHttp({ config, log, services, buildInfo, production: config.production, basePath: config.rest.basePath });
     const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.mcp.port, config.mcp.host, () => resolve(s));
