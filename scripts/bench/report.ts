@@ -13,6 +13,10 @@ export interface BenchReport {
   seconds: number;
   figures: Figure[];
   notes: string[];
+  /** Per-N results of the density section (scripts/bench/density.ts). */
+  density?: unknown[];
+  /** Sections rendered by their own module, appended to the markdown as is. */
+  extra_markdown?: string;
 }
 
 const fmt = (v: number | undefined, unit = '') => {
@@ -80,6 +84,7 @@ export function formatMarkdown(report: BenchReport): string {
     ...report.figures.filter((f) => f.note || f.floor).map((f) => `- ${esc(f.label)}: ${[f.floor ? `floor = ${f.floor.label}` : '', f.note ?? ''].filter(Boolean).join('; ')}`),
     ...(report.notes.length ? ['', ...report.notes.map((n) => `- ${n}`)] : []),
     '',
+    ...(report.extra_markdown ? [report.extra_markdown] : []),
   ].join('\n');
 }
 

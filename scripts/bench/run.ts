@@ -18,11 +18,12 @@ import { createFloorTable, loadCorpus, measureIngest } from './ingest.js';
 import { measureRoute, type RouteCase } from './http-figures.js';
 import { measureSearch } from './search.js';
 import { measureLauncher } from './launcher.js';
+import { densityFigures, densityMarkdown, runDensity, type DensityResult } from './density.js';
 import { readRssMb, startFloorServer, startServer, type Child } from './processes.js';
 import { formatTable, writeReport, type BenchReport } from './report.js';
 import { makeFigure, median, type Figure } from './stats.js';
 
-const SECTIONS = ['ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'diagnostics'] as const;
+const SECTIONS = ['ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'density', 'diagnostics'] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Options {
@@ -40,6 +41,9 @@ interface Options {
   profile: boolean;
   keep: boolean;
   out: string;
+  densityGroups: number[];
+  densitySeconds: number;
+  densityClients: number;
 }
 
 const USAGE = `Usage: npm run bench [-- options]
@@ -54,6 +58,11 @@ const USAGE = `Usage: npm run bench [-- options]
   --seconds <s>      seconds per load round (default 2; quick 0.5)
   --seed <n>         corpus seed (default 20250101)
   --only <a,b,...>   sections: ${SECTIONS.join(', ')}
+  --density-groups <a,b,...>
+                     group counts of the density section (default 10,30,50; quick 5), each on a
+                     PostgreSQL with max_connections = 100 started by the bench
+  --density-seconds <s>  seconds of mixed load per group count (default 60; quick 10)
+  --density-clients <n>  concurrent clients per group (default 10)
   --profile          run the main server under node --cpu-prof (profiles in the run directory)
   --keep             keep the schemas and the run directory
   --out <dir>        results directory (default tests/bench/results)
@@ -91,6 +100,13 @@ function parseOptions(argv: string[]): Options {
     profile: argv.includes('--profile'),
     keep: argv.includes('--keep'),
     out: path.resolve(value('--out') ?? path.join(packageRoot, 'tests', 'bench', 'results')),
+    densityGroups: (value('--density-groups') ?? (quick ? '5' : '10,30,50')).split(',').map((x) => {
+      const n = Number(x);
+      if (!Number.isInteger(n) || n < 1) throw new Error(`--density-groups needs positive integers, got "${x}"`);
+      return n;
+    }),
+    densitySeconds: num('--density-seconds', quick ? 10 : 60),
+    densityClients: Math.floor(num('--density-clients', 10)),
   };
 }
 
@@ -115,6 +131,9 @@ async function loadSearchBench(): Promise<SearchBenchModule | undefined> {
 }
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
+
+/** Thrown to skip the corpus sections when only the density section runs. */
+class SkipCorpus extends Error {}
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
@@ -184,7 +203,10 @@ async function main(): Promise<void> {
 
   const corpus: Record<string, unknown> = { size: opts.size, seed: opts.seed };
   let lz4 = false;
+  // The density section brings its own PostgreSQL and groups: alone, it needs no corpus.
+  const needsCorpus = [...opts.sections].some((s) => s !== 'density');
   try {
+    if (!needsCorpus) throw new SkipCorpus();
     // Corpus shape, from a sample.
     const sample = Array.from({ length: 500 }, (_, i) => Buffer.byteLength(JSON.stringify(generateVcon(opts.seed, i))) / 1024);
     const tg = performance.now();
@@ -400,11 +422,28 @@ async function main(): Promise<void> {
       );
     });
   } catch (err) {
-    notes.push(`the run stopped early: ${(err as Error).message.split('\n')[0]}`);
-    log(`bench: ${(err as Error).stack ?? (err as Error).message}`);
+    if (!(err instanceof SkipCorpus)) notes.push(`the run stopped early: ${(err as Error).message.split('\n')[0]}`);
+    if (!(err instanceof SkipCorpus)) log(`bench: ${(err as Error).stack ?? (err as Error).message}`);
   } finally {
     await cleanup();
   }
+
+  const density: DensityResult[] = [];
+  if (opts.sections.has('density')) await section('density', async () => {
+    for (const n of opts.densityGroups) {
+      log(`density: ${n} groups`);
+      const r = await runDensity({
+        groups: n,
+        seconds: opts.densitySeconds,
+        clientsPerGroup: opts.densityClients,
+        maxConnections: 100,
+        dir: path.join(runDir, `density-${n}`),
+        log,
+      });
+      density.push(r);
+      figures.push(...densityFigures(r));
+    }
+  });
 
   const loadEnd = os.loadavg();
   const report: BenchReport = {
@@ -416,6 +455,7 @@ async function main(): Promise<void> {
     seconds: (performance.now() - t0) / 1000,
     figures,
     notes,
+    ...(density.length ? { density, extra_markdown: densityMarkdown(density) } : {}),
   };
   if (opts.size < 100_000) notes.push(`corpus of ${opts.size} vCons, not 100k: the search goals are for 100k`);
   const files = writeReport(report, opts.out);
