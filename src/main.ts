@@ -175,7 +175,13 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
   };
   try {
     if (config.db.pooler === 'pgbouncer') await checkPinnedByRole(sql, config.db.schema);
-    await migrate(sql, config.db.schema, { log });
+    await migrate(sql, config.db.schema, { log }).catch((err: Error) => {
+      // PgBouncer refuses the startup parameters that pin the schema: say which setting fixes it.
+      if (/unsupported startup parameter/i.test(err.message)) {
+        throw new ConfigError([{ variable: 'DB_POOLER', message: `the server refused a startup parameter (${err.message}): behind PgBouncer set DB_POOLER=pgbouncer` }]);
+      }
+      throw err;
+    });
     const plugins = await loadPlugins(config.plugins, log);
     const services = createServices(sql, config, plugins, log);
     if (config.auth.required && config.rest.enabled) {

@@ -1,0 +1,157 @@
+// Groups behind a real PgBouncer in transaction pooling mode (issue 15): each group connects as
+// its own role (whose search_path pins the schema: PgBouncer passes no startup `options`), with
+// DB_POOLER=pgbouncer (no startup parameters, no named prepared statements). CRUD, search and
+// isolation run through it, with far more concurrent requests than PgBouncer has connections.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import postgres from 'postgres';
+import { migrate } from '../../src/db/migrate.js';
+import { createSql } from '../../src/db/client.js';
+import { dropGroupRoles, groupRoleNames, provisionGroupRoles } from '../../src/db/roles.js';
+import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startPgBouncer, type PgBouncer } from './pgbouncer.js';
+
+interface Group {
+  schema: string;
+  role: string;
+  password: string;
+  server: TestServer;
+  marker: string;
+}
+
+let bouncer: PgBouncer;
+const groups: Group[] = [];
+const dbName = () => new URL(databaseUrl()).pathname.slice(1) || 'postgres';
+
+beforeAll(async () => {
+  const admin = adminSql();
+  const made: Omit<Group, 'server'>[] = [];
+  try {
+    for (const prefix of ['pgb_a', 'pgb_b']) {
+      const schema = testSchemaName(prefix);
+      const pinned = createSql({ url: databaseUrl(), schema, max: 1 });
+      await migrate(pinned, schema);
+      await pinned.end();
+      const { role } = groupRoleNames(schema);
+      const password = randomBytes(12).toString('hex');
+      await provisionGroupRoles(admin, { schema, role, password });
+      made.push({ schema, role, password, marker: `${prefix}${randomBytes(4).toString('hex')}` });
+    }
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(databaseUrl());
+  bouncer = await startPgBouncer({
+    server: { host: u.hostname, port: Number(u.port || 5432) },
+    users: [...made.map((g) => ({ name: g.role, password: g.password })), { name: 'postgres', password: 'bouncer-admin' }],
+    poolSize: 2,
+  });
+  for (const g of made) {
+    const server = await startTestServer({
+      DATABASE_URL: bouncer.url(g.role, g.password, dbName()),
+      SUPABASE_DB_SCHEMA: g.schema,
+      DB_POOLER: 'pgbouncer',
+      DB_POOL_MAX: '10',
+      EMBEDDINGS_PROVIDER: 'hashing',
+    });
+    groups.push({ ...g, server });
+  }
+}, 120_000);
+
+afterAll(async () => {
+  for (const g of groups) await g.server.close();
+  await bouncer?.stop();
+  const admin = adminSql();
+  try {
+    for (const g of groups) {
+      await admin.unsafe(`drop schema if exists "${g.schema}" cascade`);
+      await dropGroupRoles(admin, g.schema);
+    }
+  } finally {
+    await admin.end();
+  }
+});
+
+const doc = (marker: string) => ({
+  vcon: '0.3.0',
+  subject: `Refund request ${marker}`,
+  parties: [{ tel: '+15550001', name: 'Ann' }],
+  dialog: [{ type: 'text', start: '2025-01-01T10:00:00Z', parties: [0], encoding: 'none', body: `I want a refund for order ${marker}` }],
+});
+
+describe('groups through PgBouncer (transaction pooling)', () => {
+  it('each server connection is the group role, pinned to its schema by the role', async () => {
+    for (const g of groups) {
+      const [r] = await g.server.instance.sql<{ u: string; sp: string }[]>`select current_user as u, current_setting('search_path') as sp`;
+      expect(r.u).toBe(g.role);
+      expect(r.sp.split(',')[0].replace(/"/g, '').trim()).toBe(g.schema);
+    }
+  });
+
+  it('create, read, update, tags, keyword and semantic search, delete', async () => {
+    const [a] = groups;
+    const c = await a.server.api('/vcons', { method: 'POST', json: doc(a.marker) });
+    expect(c.status, JSON.stringify(c.body)).toBe(201);
+    const uuid = c.body.uuid as string;
+    expect((await a.server.api(`/vcons/${uuid}`)).body.vcon.subject).toBe(`Refund request ${a.marker}`);
+    const put = await a.server.api(`/vcons/${uuid}/tags/priority`, { method: 'PUT', json: { value: 'high' } });
+    expect(put.status, JSON.stringify(put.body)).toBeLessThan(300);
+    const kw = await a.server.api(`/vcons/search/content?q=${a.marker}`);
+    expect(kw.status).toBe(200);
+    expect(kw.body.results.map((r: any) => r.uuid)).toContain(uuid);
+    const sem = await a.server.api(`/vcons/search/semantic?q=${encodeURIComponent(`refund for order ${a.marker}`)}`);
+    expect(sem.status, JSON.stringify(sem.body)).toBe(200);
+    expect(sem.body.results.length).toBeGreaterThan(0);
+    expect((await a.server.api(`/vcons/${uuid}`, { method: 'DELETE' })).status).toBeLessThan(300);
+    expect((await a.server.api(`/vcons/${uuid}`)).status).toBe(404);
+  });
+
+  it('keeps groups apart: no answer of one shows the other\'s data, and the role cannot read the other schema', async () => {
+    const [a, b] = groups;
+    const shared = randomUUID();
+    for (const g of groups) expect((await g.server.api('/vcons', { method: 'POST', json: { ...doc(g.marker), uuid: shared } })).status).toBe(201);
+    for (const [me, other] of [[a, b], [b, a]]) {
+      const got = await me.server.api(`/vcons/${shared}`);
+      expect(got.body.vcon.subject).toBe(`Refund request ${me.marker}`);
+      const kw = await me.server.api(`/vcons/search/content?q=${other.marker}`);
+      expect(kw.status).toBe(200);
+      expect(JSON.stringify(kw.body)).not.toContain(other.marker);
+      const list = await me.server.api('/vcons?limit=100');
+      expect(JSON.stringify(list.body)).not.toContain(other.marker);
+    }
+    const direct = postgres(bouncer.url(b.role, b.password, dbName()), { max: 1, prepare: false, onnotice: () => {} });
+    try {
+      await expect(direct.unsafe(`select count(*) from "${a.schema}".vcons`)).rejects.toMatchObject({ code: '42501' });
+    } finally {
+      await direct.end();
+    }
+  });
+
+  it('serves many more concurrent requests than PgBouncer has server connections, all answered', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => {
+        const g = groups[i % 2];
+        return i % 3 === 0 ? g.server.api('/vcons', { method: 'POST', json: doc(`${g.marker}c${i}`) }) : g.server.api(`/vcons/search/content?q=${g.marker}`);
+      }),
+    );
+    for (const r of results) expect([200, 201], JSON.stringify(r.body)).toContain(r.status);
+    for (const g of groups) {
+      const n = await g.server.api(`/vcons/search/content?q=${g.marker}c`);
+      expect(n.status).toBe(200);
+    }
+  });
+
+  it('refuses to serve behind PgBouncer when the role does not pin the schema', async () => {
+    await expect(
+      startTestServer({ DATABASE_URL: bouncer.url('postgres', 'bouncer-admin', dbName()), DB_POOLER: 'pgbouncer', EMBEDDINGS_PROVIDER: 'hashing' }),
+    ).rejects.toThrow(/DB_POOLER: with pgbouncer the role must pin the schema/);
+  });
+
+  it('without DB_POOLER=pgbouncer the start fails with the setting to use', async () => {
+    const [a] = groups;
+    await expect(
+      startTestServer({ DATABASE_URL: bouncer.url(a.role, a.password, dbName()), SUPABASE_DB_SCHEMA: a.schema, EMBEDDINGS_PROVIDER: 'hashing' }),
+    ).rejects.toThrow(/DB_POOLER=pgbouncer/);
+  });
+});

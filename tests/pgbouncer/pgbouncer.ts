@@ -1,0 +1,99 @@
+// A real PgBouncer (Debian's package) for tests: a free loopback port, a generated config and
+// userlist, transaction pooling, run as the postgres user (PgBouncer refuses to run as root).
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+
+const BINARY = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => existsSync(p));
+
+export interface PgBouncer {
+  port: number;
+  /** The URL of `database` through PgBouncer as `user`. */
+  url(user: string, password: string, database: string): string;
+  stop(): Promise<void>;
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+
+/** md5 secret of a userlist line: "md5" + md5(password + user). */
+const md5Secret = (user: string, password: string) => `md5${createHash('md5').update(password + user).digest('hex')}`;
+
+/** Starts PgBouncer in front of `server` (host:port) for the given users. */
+export async function startPgBouncer(opts: {
+  server: { host: string; port: number };
+  users: { name: string; password: string }[];
+  poolSize: number;
+}): Promise<PgBouncer> {
+  if (!BINARY) throw new Error('pgbouncer is not installed: apt-get install -y pgbouncer (.ci/run does)');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'vcon-pgbouncer-'));
+  chmodSync(dir, 0o777);
+  const port = await freePort();
+  const userlist = path.join(dir, 'userlist.txt');
+  writeFileSync(userlist, opts.users.map((u) => `"${u.name}" "${md5Secret(u.name, u.password)}"\n`).join(''));
+  const ini = path.join(dir, 'pgbouncer.ini');
+  const log = path.join(dir, 'pgbouncer.log');
+  writeFileSync(
+    ini,
+    [
+      '[databases]',
+      `* = host=${opts.server.host} port=${opts.server.port}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = md5',
+      `auth_file = ${userlist}`,
+      'pool_mode = transaction',
+      `default_pool_size = ${opts.poolSize}`,
+      'max_client_conn = 500',
+      `logfile = ${log}`,
+      `pidfile = ${path.join(dir, 'pgbouncer.pid')}`,
+      '',
+    ].join('\n'),
+  );
+  for (const f of [userlist, ini]) chmodSync(f, 0o644);
+  const asRoot = process.getuid?.() === 0;
+  const proc: ResultPromise = asRoot
+    ? execa('runuser', ['-u', 'postgres', '--', BINARY, ini], { reject: false, stdio: 'ignore' })
+    : execa(BINARY, [ini], { reject: false, stdio: 'ignore' });
+  // Ready when it accepts connections (or gone with its log as the reason).
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = new Socket();
+      s.once('connect', () => (s.destroy(), resolve(true)));
+      s.once('error', () => resolve(false));
+      s.connect(port, '127.0.0.1');
+    });
+    if (up) break;
+    if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`pgbouncer did not start: ${existsSync(log) ? readFileSync(log, 'utf8').slice(-2000) : '(no log)'}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    port,
+    url: (user, password, database) => `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`,
+    async stop() {
+      // runuser may not pass the signal on: stop PgBouncer itself by its pid file.
+      const pidFile = path.join(dir, 'pgbouncer.pid');
+      const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : NaN;
+      if (Number.isInteger(pid) && pid > 0) process.kill(pid, 'SIGTERM');
+      else proc.kill('SIGTERM');
+      await proc;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
