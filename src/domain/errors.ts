@@ -114,7 +114,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
  * e.g. 53300 too many connections). The caller should retry shortly, not page anyone.
  */
 export function isDatabaseCapacity(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
+  const code = propOf(err, 'code');
   return typeof code === 'string' && code.length === 5 && code.startsWith('53');
 }
 
