@@ -195,6 +195,22 @@ describe('three replicas of one group and one of another, on one PostgreSQL', ()
     expect(tally.requests).toBe(REQUESTS);
     expect(tally.failures).toEqual([]);
 
+    // Background work shared out: the embedding queue (claimed with SKIP LOCKED by whichever replica
+    // gets there) drains, and semantic search through any replica finds what another one wrote.
+    for (const uuid of creates.slice(190)) {
+      const w = written.get(uuid)!;
+      const deadline = Date.now() + INDEX_DEADLINE_MS;
+      for (;;) {
+        const via = replicas.find((r) => r !== w.via)!;
+        const res = await fetch(`${via}/api/v1/vcons/search/semantic?q=${w.word}&limit=20`, { headers: { authorization: `Bearer ${KEY}` } });
+        expect(res.status).toBe(200);
+        const found = (((await res.json()) as any).results ?? []).some((x: { uuid: string }) => x.uuid === uuid);
+        if (found) break;
+        if (Date.now() > deadline) throw new Error(`semantic search did not find ${uuid} within ${INDEX_DEADLINE_MS} ms`);
+        await new Promise((r2) => setTimeout(r2, 250));
+      }
+    }
+
     // The other group, on the same database, sees none of it.
     const list = await api(other, 'GET', '/vcons?limit=100');
     expect(list.body.data).toEqual([]);
