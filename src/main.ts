@@ -201,7 +201,10 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       const s = app.listen(config.mcp.port, config.mcp.host, () => resolve(s));
       s.once('error', reject);
     });
-    server.keepAliveTimeout = 5_000;
+    // Long enough that a client slowed by load (its event loop seconds behind) does not reuse a
+    // keep-alive socket the server has just closed: that race surfaced as resets in the density
+    // bench. Below headersTimeout (60 s), as Node requires for keep-alive to work.
+    server.keepAliveTimeout = 30_000;
     const port = (server.address() as AddressInfo).port;
     const host = config.mcp.host.includes(':') ? `[${config.mcp.host}]` : config.mcp.host;
     const baseUrl = `http://${host}:${port}`;
