@@ -73,11 +73,14 @@ describe('keyword search', () => {
     expect(r.body.pagination).toEqual({ limit: 10, offset: 0, has_more: false });
   });
 
-  test('base64 bodies are not indexed', async () => {
-    for (const q of ['platypus', 'okapi', (sources.attachments as any[])[1].body.slice(0, 20)]) {
+  test('base64 payloads are not indexed; base64url text is indexed as its decoded text', async () => {
+    for (const q of ['platypus', (sources.attachments as any[])[1].body.slice(0, 20)]) {
       const r = await search('content', { q });
       expect(r.body.results).toEqual([]);
     }
+    const r = await search('content', { q: 'okapi' });
+    expect(r.body.results.map((x: any) => x.uuid)).toEqual([sources.uuid]);
+    expect(r.body.results[0].matches).toContainEqual(expect.objectContaining({ source: 'dialog', index: 0, snippet: expect.stringContaining('**okapi**') }));
   });
 
   test('one result per vCon with several matches, snippets ≤ 300 characters', async () => {
