@@ -80,7 +80,7 @@ describe('keyword search', () => {
     }
     const r = await search('content', { q: 'okapi' });
     expect(r.body.results.map((x: any) => x.uuid)).toEqual([sources.uuid]);
-    expect(r.body.results[0].matches).toContainEqual(expect.objectContaining({ source: 'dialog', index: 0, snippet: expect.stringContaining('**okapi**') }));
+    expect(r.body.results[0].matches).toContainEqual(expect.objectContaining({ source: 'dialog', index: 2, snippet: expect.stringContaining('**okapi**') }));
   });
 
   test('one result per vCon with several matches, snippets ≤ 300 characters', async () => {
