@@ -17,6 +17,27 @@ export interface VectorSpace {
   model: string;
 }
 
+/** One term of a keyword query: a word, a "phrase", or an excluded word or phrase. */
+export interface TermInput {
+  kind: 'word' | 'phrase' | 'not';
+  text: string;
+}
+
+/** A term with its weight, and whether it is rare enough to draw candidates from. */
+export interface RankedTerm extends TermInput {
+  idf: number;
+  rare: boolean;
+}
+
+/**
+ * ts_rank's weights of {dialog and attachments (D), analysis (C), parties (B), subject (A)}: a
+ * subject word counts 2.5 dialog words, a summary's 1.5, a party name's less than one.
+ */
+const FIELD_WEIGHTS = '{0.4, 0.6, 0.3, 1.0}';
+
+/** The tsquery of a term `t(txt, kind)`: a phrase keeps its word order. */
+const termQuery = (db: Db) => db`case when t.kind = 'word' then plainto_tsquery('english', t.txt) else phraseto_tsquery('english', t.txt) end`;
+
 export interface KeywordRow {
   uuid: string;
   score: number;
@@ -64,27 +85,77 @@ export function createSearchRepo(db: Db) {
   };
 
   return {
+    /** Searchable vCons of the group (the N of the term weights). */
+    async docCount(): Promise<number> {
+      const [r] = await db<{ n: number }[]>`select count(*)::int as n from vcon_search`;
+      return r.n;
+    },
+
     /**
-     * One row per matching vCon, best first: ts_rank of its weighted tsvector (subject A,
-     * party B, analysis C, other text D), normalised to 0..1.
+     * For each term: whether it has a content word (stop words alone have none) and how many vCons
+     * contain it, counted up to `cap` (a GIN lookup that stops early for common words).
      */
-    async keyword(q: string, f: SearchFilters, limit: number, offset: number): Promise<KeywordRow[]> {
-      // ts_rank, not ts_rank_cd: every matching vCon is ranked, and for common words (10-20k
-      // matches at 100k vCons) cover density cost 1.3-2x more (measured: 84 → 43 ms for 20k).
-      // The query is inline so the planner sees it and takes the GIN bitmap scan.
+    async termStats(terms: TermInput[], cap: number): Promise<{ content: boolean; df: number }[]> {
+      if (terms.length === 0) return [];
+      const rows = await db<{ content: boolean; df: number | null }[]>`
+        select numnode(x.q) > 0 as content,
+          case when numnode(x.q) > 0 then (select count(*)::int from (select 1 from vcon_search vs where vs.tsv @@ x.q limit ${cap}) s) end as df
+        from unnest(${terms.map((t) => t.text)}::text[], ${terms.map((t) => t.kind)}::text[]) with ordinality as t(txt, kind, ord)
+        cross join lateral (select ${termQuery(db)} as q) x
+        order by t.ord`;
+      return rows.map((r) => ({ content: r.content, df: r.df ?? 0 }));
+    },
+
+    /**
+     * Ranked keyword search, best first: the sum over the query's terms of idf × ts_rank (a
+     * saturating, field-weighted term frequency). Only candidates are scored: the vCons holding any
+     * `rare` term, those holding every term (at most `cap`), and, when no term is rare, at most
+     * `cap` holding any. Phrases are required and exclusions excluded.
+     */
+    async keyword(terms: RankedTerm[], f: SearchFilters, limit: number, offset: number, cap: number): Promise<KeywordRow[]> {
+      if (!terms.some((t) => t.kind !== 'not')) return [];
+      const filters = filterSql(f, 'vs.created_at', 'vs.vcon_uuid');
       return db<KeywordRow[]>`
-        select vs.vcon_uuid::text as uuid, ts_rank(vs.tsv, websearch_to_tsquery('english', ${q}), 32)::float8 as score
-        from vcon_search vs
-        where vs.tsv @@ websearch_to_tsquery('english', ${q}) ${filterSql(f, 'vs.created_at', 'vs.vcon_uuid')}
+        with t as materialized (
+          select t.kind, t.idf, t.rare = 1 as rare, ${termQuery(db)} as q
+          from unnest(${terms.map((t) => t.text)}::text[], ${terms.map((t) => t.kind)}::text[], ${terms.map((t) => t.idf)}::float8[], ${terms.map((t) => (t.rare ? 1 : 0))}::int[])
+            as t(txt, kind, idf, rare)
+        ),
+        pos as materialized (select * from t where kind <> 'not' and numnode(q) > 0),
+        cand as (
+          select vs.vcon_uuid from vcon_search vs
+          where vs.tsv @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from pos where rare) ${filters}
+          union
+          (select vs.vcon_uuid from vcon_search vs
+           where vs.tsv @@ (select string_agg('(' || q::text || ')', ' & ')::tsquery from pos) ${filters} limit ${cap})
+          union
+          (select vs.vcon_uuid from vcon_search vs
+           where not exists (select 1 from pos where rare)
+             and vs.tsv @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from pos) ${filters} limit ${cap})
+        ),
+        req as (
+          select string_agg(case when kind = 'not' then '!(' || q::text || ')' else '(' || q::text || ')' end, ' & ')::tsquery as q
+          from t where kind in ('phrase', 'not') and numnode(q) > 0
+        )
+        select vs.vcon_uuid::text as uuid,
+          (select sum(pos.idf * ts_rank(${FIELD_WEIGHTS}::float4[], vs.tsv, pos.q, 0)) from pos where vs.tsv @@ pos.q)::float8 as score
+        from cand c join vcon_search vs on vs.vcon_uuid = c.vcon_uuid, req
+        where req.q is null or vs.tsv @@ req.q
         order by score desc, vs.vcon_uuid desc
         limit ${limit} offset ${offset}`;
     },
 
     /** Up to `per` best matching units of each vCon, with a ts_headline snippet. */
-    async keywordMatches(q: string, uuids: string[], per = 3): Promise<MatchRow[]> {
-      if (uuids.length === 0) return [];
+    async keywordMatches(terms: TermInput[], uuids: string[], per = 3): Promise<MatchRow[]> {
+      const words = terms.filter((t) => t.kind !== 'not');
+      if (uuids.length === 0 || words.length === 0) return [];
       return db<MatchRow[]>`
-        with q as (select websearch_to_tsquery('english', ${q}) as query),
+        with q as (
+          select string_agg('(' || x.q::text || ')', ' | ')::tsquery as query
+          from unnest(${words.map((t) => t.text)}::text[], ${words.map((t) => t.kind)}::text[]) as t(txt, kind)
+          cross join lateral (select ${termQuery(db)} as q) x
+          where numnode(x.q) > 0
+        ),
         ranked as (
           select su.vcon_uuid, su.source, su.idx, su.body, ts_rank_cd(su.tsv, q.query, 32) as rank,
                  row_number() over (partition by su.vcon_uuid order by ts_rank_cd(su.tsv, q.query, 32) desc, su.source, su.idx) as n

@@ -9,7 +9,6 @@ import type { SearchUnit } from '../domain/derive.js';
 import type { SearchIndexRepo, VconVectors } from '../db/search-index-repo.js';
 import type { EmbeddingQueueRepo } from '../db/embedding-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
-import { normalize } from '../embeddings/text.js';
 
 /** The repos of one transaction. */
 export interface IndexRepos {
@@ -37,12 +36,12 @@ export const unitsSig = (units: SearchUnit[]) =>
  */
 export const embeddableUnits = (units: SearchUnit[]) => units.filter((u) => u.source !== 'party');
 
-/** The unit-length mean of some vectors of one length: the vCon vector. */
-export function meanVector(vectors: Float32Array[]): Float32Array {
-  const mean = new Float32Array(vectors[0]?.length ?? 0);
-  for (const v of vectors) for (let d = 0; d < mean.length; d++) mean[d] += v[d];
-  return normalize(mean);
-}
+/**
+ * The text the vCon vector is made from: all its embeddable units as one text, so the words of the
+ * whole conversation are pooled together (a chat of many short messages is one description).
+ * Measured on the development set against the mean of the unit vectors: MRR 0.60 vs 0.47.
+ */
+export const wholeText = (units: SearchUnit[]) => units.map((u) => u.body).join('\n');
 
 export function createSearchIndexer(deps: { provider: EmbeddingProvider; transact: IndexTransact }) {
   const { provider, transact } = deps;
@@ -65,20 +64,15 @@ export function createSearchIndexer(deps: { provider: EmbeddingProvider; transac
     if (todo.length === 0) return 0;
     await r.index.dropVectors(todo.map((i) => i.uuid));
     const units = todo.map((i) => embeddableUnits(i.units));
-    const texts = units.flat().map((u) => u.body);
+    // Per vCon with units: each unit's text (unit matches, snippets), then the whole text.
+    const texts = units.flatMap((u) => (u.length === 0 ? [] : [...u.map((x) => x.body), wholeText(u)]));
     const vectors = texts.length > 0 ? await provider.embed(texts) : [];
     const out: VconVectors[] = [];
     let k = 0;
     todo.forEach((item, n) => {
       if (units[n].length === 0) return;
-      const vecs = units[n].map(() => vectors[k++]);
-      out.push({
-        uuid: item.uuid,
-        created_at: item.created_at,
-        units_sig: unitsSig(item.units),
-        units: units[n].map((u, j) => ({ source: u.source, idx: u.idx, vec: vecs[j] })),
-        vec: meanVector(vecs),
-      });
+      const unitVecs = units[n].map((u) => ({ source: u.source, idx: u.idx, vec: vectors[k++] }));
+      out.push({ uuid: item.uuid, created_at: item.created_at, units_sig: unitsSig(item.units), units: unitVecs, vec: vectors[k++] });
     });
     await r.index.insertVectors(provider, out);
     return out.length;

@@ -10,8 +10,9 @@ import type { EmbeddingQueueRepo } from '../db/embedding-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
 import { dot } from '../embeddings/text.js';
 import { createCodeCache } from './search-code-cache.js';
-import { fuseRankings } from './search-fusion.js';
+import { CORRECTED_KEYWORD_WEIGHT, fuseRankings, KEYWORD_WEIGHT } from './search-fusion.js';
 import { clipSnippet, windowSnippet } from './search-snippets.js';
+import { createKeywordRanker, type KeywordPlan } from './search-keyword.js';
 
 export type SearchKind = 'content' | 'semantic' | 'hybrid';
 
@@ -41,6 +42,8 @@ export interface SearchResult {
 }
 
 export interface SearchResponse {
+  /** Keyword and hybrid: the query as searched when words were corrected, else null. */
+  corrected_query?: string | null;
   count: number;
   results: SearchResult[];
   pagination: { limit: number; offset: number; has_more: boolean };
@@ -208,14 +211,16 @@ export function createSearchService(deps: SearchServiceDeps) {
     return out;
   };
 
-  async function withHooks(kind: SearchKind, raw: SearchInput, ctx: RequestCtx, run: (q: SearchQuery) => Promise<{ results: SearchResult[]; has_more: boolean }>): Promise<SearchResponse> {
+  type Run = { results: SearchResult[]; has_more: boolean; corrected_query?: string | null };
+  async function withHooks(kind: SearchKind, raw: SearchInput, ctx: RequestCtx, run: (q: SearchQuery) => Promise<Run>): Promise<SearchResponse> {
     const parsed = parseSearchQuery(raw, kind);
     const criteria: SearchCriteria = await runHook(plugins, 'beforeSearch', { kind, query: parsed as unknown as Record<string, unknown> }, ctx);
     // A hook may narrow the query; validate what it returns like any input.
     const q = criteria.query === (parsed as unknown) ? parsed : parseSearchQuery(hookedInput(criteria.query), kind);
-    const { results, has_more } = await run(q);
+    const { results, has_more, corrected_query } = await run(q);
     const out = (await runHook(plugins, 'afterSearch', results, { ...ctx, criteria })) as SearchResult[];
-    return { count: out.length, results: out, pagination: { limit: q.limit, offset: q.offset, has_more } };
+    const page = { count: out.length, results: out, pagination: { limit: q.limit, offset: q.offset, has_more } };
+    return corrected_query === undefined ? page : { corrected_query, ...page };
   }
 
   /** Dates in a hook's query may be Date objects: turn them back into parameter strings. */
@@ -226,20 +231,31 @@ export function createSearchService(deps: SearchServiceDeps) {
     return repo.info(uuids);
   }
 
+  const keyword = createKeywordRanker({ repo, provider });
+  /** The keyword ranking of a planned query (empty when no term can match). */
+  const keywordRanked = (p: KeywordPlan, q: SearchQuery, limit: number, offset: number) =>
+    p.terms.length === 0 ? Promise.resolve([]) : repo.keyword(p.terms, q, limit, offset, keyword.cap);
+  /** BM25 sums grow with the query: scores are mapped to 0..1, order kept. */
+  const unitScore = (s: number) => s / (1 + s);
+
   return {
-    /** Full-text search over the search units: websearch syntax, ts_rank_cd, ts_headline snippets. */
+    /**
+     * Ranked keyword search: vCons matching more of the query's words, and rarer ones, first;
+     * phrases required, -exclusions excluded, unknown words corrected (`corrected_query`).
+     */
     content(raw: SearchInput, ctx: RequestCtx): Promise<SearchResponse> {
       return withHooks('content', raw, ctx, async (q) => {
-        const rows = await repo.keyword(q.q, q, q.limit + 1, q.offset);
+        const p = await keyword.plan(q.q);
+        const rows = await keywordRanked(p, q, q.limit + 1, q.offset);
         const page = rows.slice(0, q.limit);
         const uuids = page.map((r) => r.uuid);
-        const [meta, matchRows] = await Promise.all([info(uuids), repo.keywordMatches(q.q, uuids, MATCHES_PER_RESULT)]);
+        const [meta, matchRows] = await Promise.all([info(uuids), repo.keywordMatches(p.terms, uuids, MATCHES_PER_RESULT)]);
         const matches = keywordMatchMap(matchRows);
         const results = page.flatMap((r) => {
           const m = meta.get(r.uuid);
-          return m ? [{ uuid: r.uuid, subject: m.subject, created_at: m.created_at, score: r.score, matches: matches.get(r.uuid) ?? [] }] : [];
+          return m ? [{ uuid: r.uuid, subject: m.subject, created_at: m.created_at, score: unitScore(r.score), matches: matches.get(r.uuid) ?? [] }] : [];
         });
-        return { results, has_more: rows.length > q.limit };
+        return { results, has_more: rows.length > q.limit, corrected_query: p.corrected_query };
       });
     },
 
@@ -258,18 +274,24 @@ export function createSearchService(deps: SearchServiceDeps) {
       });
     },
 
-    /** Reciprocal rank fusion (k = 60) of the keyword and semantic rankings. */
+    /**
+     * The keyword and semantic rankings fused by their scaled scores (search-fusion.ts); a
+     * corrected query is searched corrected on both sides.
+     */
     hybrid(raw: SearchInput, ctx: RequestCtx): Promise<SearchResponse> {
       return withHooks('hybrid', raw, ctx, async (q) => {
         const depth = Math.min(VECTOR_PAGING_CAP + 1, Math.max(100, 2 * (q.offset + q.limit + 1)));
-        const [kw, sem] = await Promise.all([repo.keyword(q.q, q, depth, 0), semanticRanked(q, depth)]);
-        const ranked = fuseRankings(kw.map((r) => r.uuid), sem.map((h) => h.uuid));
+        const p = await keyword.plan(q.q);
+        // The semantic side reads the corrected words too.
+        const semQuery = p.corrected_query ? { ...q, q: p.corrected_query } : q;
+        const [kw, sem] = await Promise.all([keywordRanked(p, q, depth, 0), semanticRanked(semQuery, depth)]);
+        const ranked = fuseRankings(kw, sem, p.corrected_query ? CORRECTED_KEYWORD_WEIGHT : KEYWORD_WEIGHT);
         const page = ranked.slice(q.offset, q.offset + q.limit);
         const uuids = page.map((e) => e.uuid);
         const semHits = new Map(sem.map((h) => [h.uuid, h]));
         const [meta, kwRows, semMatches] = await Promise.all([
           info(uuids),
-          repo.keywordMatches(q.q, page.filter((e) => e.keyword_rank !== null).map((e) => e.uuid), MATCHES_PER_RESULT),
+          repo.keywordMatches(p.terms, page.filter((e) => e.keyword_rank !== null).map((e) => e.uuid), MATCHES_PER_RESULT),
           semanticMatches(q.q, page.flatMap((e) => (semHits.has(e.uuid) ? [semHits.get(e.uuid)!] : [])), q.threshold),
         ]);
         const kwMatches = keywordMatchMap(kwRows);
@@ -284,7 +306,7 @@ export function createSearchService(deps: SearchServiceDeps) {
           }
           return [{ uuid: e.uuid, subject: m.subject, created_at: m.created_at, score: e.score, matches: list, keyword_rank: e.keyword_rank, semantic_rank: e.semantic_rank }];
         });
-        return { results, has_more: ranked.length > q.offset + q.limit };
+        return { results, has_more: ranked.length > q.offset + q.limit, corrected_query: p.corrected_query };
       });
     },
 

@@ -118,7 +118,8 @@ describe('semantic and hybrid', () => {
     expect(r.status).toBe(200);
     expect(r.body.results[0].uuid).toBe(refund.uuid);
     expect(r.body.results[0].matches.length).toBeGreaterThan(0);
-    expect((await search('content', { q: 'blender refund' })).body.results).toEqual([]);
+    // The conversation says "reimbursement", never "refund": keyword search can't find it by that word.
+    expect((await search('content', { q: 'refund' })).body.results.map((x: any) => x.uuid)).not.toContain(refund.uuid);
   });
 
   test('a typo still finds its conversation', async () => {
@@ -138,7 +139,8 @@ describe('semantic and hybrid', () => {
       expect(o.keyword_rank).toBeNull();
       expect(typeof o.semantic_rank).toBe('number');
     }
-    expect(top.score).toBeCloseTo(2 / 61, 6);
+    // First on both sides: the full fused score.
+    expect(top.score).toBeCloseTo(1, 6);
   });
 
   test('threshold is honoured, 0 included', async () => {
