@@ -6,13 +6,15 @@ import type { EmbeddingProvider } from '../embeddings/types.js';
 import { parseKeywordQuery, rewriteQuery } from './search-query.js';
 
 /** vCons counted per term at most: a common word's count stops here. */
-export const DF_CAP = 5_000;
+export const DF_CAP = 1_000;
 /** Terms draw candidates rarest first while their counts sum to at most this. */
-export const RARE_BUDGET = 5_000;
+export const RARE_BUDGET = 500;
 /** At most this many candidates holding every term, and (no rare term) holding any. */
-export const CANDIDATE_CAP = 1_000;
-/** The group's vCon count is re-read this often. */
+export const CANDIDATE_CAP = 100;
+/** The group's vCon count and term counts are re-read this often (a count moves slowly). */
 const COUNT_TTL_MS = 30_000;
+/** Term counts remembered at most. */
+const MAX_CACHED_TERMS = 10_000;
 /** Shortest word that is corrected (shorter ones have too many neighbours). */
 const MIN_CORRECTED = 4;
 
@@ -29,6 +31,28 @@ export function createKeywordRanker(deps: { repo: SearchRepo; provider: Pick<Emb
     if (!count || Date.now() - count.at > COUNT_TTL_MS) count = { n: await repo.docCount(), at: Date.now() };
     return count.n;
   };
+  // Term counts of recent queries: a repeated word costs no posting-list walk. A word found in no
+  // vCon is not remembered, so a vCon written a moment ago is found (and not "corrected") at once.
+  const cached = new Map<string, { content: boolean; df: number; at: number }>();
+  async function termStats(terms: TermInput[]): Promise<{ content: boolean; df: number }[]> {
+    const now = Date.now();
+    const key = (t: TermInput) => `${t.kind === 'word' ? 'w' : 'p'}:${t.text.toLowerCase()}`;
+    const fresh = (t: TermInput) => {
+      const c = cached.get(key(t));
+      return c && now - c.at <= COUNT_TTL_MS ? c : undefined;
+    };
+    const missing = terms.filter((t) => !fresh(t));
+    if (missing.length > 0) {
+      const got = await repo.termStats(missing, DF_CAP);
+      if (cached.size > MAX_CACHED_TERMS) cached.clear();
+      missing.forEach((t, i) => {
+        if (got[i].df > 0 || !got[i].content) cached.set(key(t), { ...got[i], at: now });
+      });
+      const byKey = new Map(missing.map((t, i) => [key(t), got[i]]));
+      return terms.map((t) => fresh(t) ?? byKey.get(key(t))!);
+    }
+    return terms.map((t) => fresh(t)!);
+  }
 
   /**
    * Words found in no vCon of the group, replaced by their closest spelling neighbour that is
@@ -41,7 +65,7 @@ export function createKeywordRanker(deps: { repo: SearchRepo; provider: Pick<Emb
     if (unknown.length === 0) return out;
     const suggested = await Promise.all(unknown.map((t) => provider.suggest!(t.text)));
     const flat = suggested.flatMap((s) => s.words);
-    const found = await repo.termStats(flat.map((text) => ({ kind: 'word', text })), DF_CAP);
+    const found = await termStats(flat.map((text) => ({ kind: 'word' as const, text })));
     let k = 0;
     unknown.forEach((t, i) => {
       const words = suggested[i].words;
@@ -57,12 +81,12 @@ export function createKeywordRanker(deps: { repo: SearchRepo; provider: Pick<Emb
   async function plan(q: string): Promise<KeywordPlan> {
     let terms: TermInput[] = parseKeywordQuery(q);
     if (terms.length === 0) return { terms: [], corrected_query: null };
-    const [n, first] = await Promise.all([docCount(), repo.termStats(terms, DF_CAP)]);
+    const [n, first] = await Promise.all([docCount(), termStats(terms)]);
     let stats = first;
     const fixed = await corrections(terms, stats);
     if (fixed.size > 0) {
       terms = terms.map((t) => (t.kind === 'word' && fixed.has(t.text) ? { ...t, text: fixed.get(t.text)! } : t));
-      stats = await repo.termStats(terms, DF_CAP);
+      stats = await termStats(terms);
     }
     // Rarest first: their postings are the candidates, within the budget.
     const order = terms.map((_, i) => i).filter((i) => stats[i].content && stats[i].df > 0 && terms[i].kind !== 'not').sort((a, b) => stats[a].df - stats[b].df);
