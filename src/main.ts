@@ -29,9 +29,8 @@ import { createMetaService } from './services/meta-service.js';
 import { createDatabaseService } from './services/database-service.js';
 import { createAnalyticsService } from './services/analytics-service.js';
 import type { Services } from './services/index.js';
-import { createSearchRepo, createVectorWriter } from './db/search-repo.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
-import { createEmbeddingWorker, createSearchService } from './services/search-service.js';
+import { createSearch } from './search.js';
 import { buildApp } from './http/app.js';
 import express, { type Express, type RequestHandler } from 'express';
 import type { McpHttp, McpHttpOptions } from './mcp/http.js';
@@ -53,23 +52,14 @@ export interface Instance {
 /** Wires the services of one instance over a pinned pool. Exported for tests and tools. */
 export function createServices(sql: Sql, config: Config, plugins: readonly Plugin[] = [], log?: Logger): Services {
   const buildInfo = getBuildInfo();
-  // Search (issue #5): embeddings are written by a DerivedWriter inside every write transaction.
+  // Search: the index is written by a DerivedWriter inside every write transaction. An inline
+  // provider loads its word vectors on first use (~0.5 s once, ~45 MB): an idle group stays small
+  // and ten groups start fast. A remote provider drains its queue in the background.
   const searchLog = (log ?? createLogger(config)).child({ component: 'search' });
-  const embedder = createEmbeddingProvider(config, searchLog);
-  const vectorWriter = createVectorWriter(embedder);
-  const transact = createTransactor(sql, [vectorWriter]);
-  const vcons = createVconService({ repo: createVconRepo(sql, [vectorWriter]), transact, plugins });
-  const searchRepo = createSearchRepo(sql);
-  // An inline provider loads its word vectors on first use (~0.5 s once, ~45 MB): an idle group
-  // stays small and ten groups start fast. A remote provider drains its queue in the background.
-  if (!embedder.inline) {
-    createEmbeddingWorker({
-      repo: searchRepo,
-      transact: (fn) => sql.begin((tx) => fn(createSearchRepo(tx))) as never,
-      provider: embedder,
-      log: searchLog,
-    }).start();
-  }
+  const search = createSearch({ sql, provider: createEmbeddingProvider(config, searchLog), plugins, log: searchLog });
+  const transact = createTransactor(sql, [search.writer]);
+  const vcons = createVconService({ repo: createVconRepo(sql, [search.writer]), transact, plugins });
+  search.start();
   const admission = createAdmission({ limit: config.db.poolMax, maxWaitMs: config.db.queueTimeoutMs });
   return {
     admission,
@@ -90,13 +80,14 @@ export function createServices(sql: Sql, config: Config, plugins: readonly Plugi
     tags: createTagService({ vcons, repo: createTagRepo(sql), plugins }),
     discovery: createDiscoveryService({ repo: createDiscoveryRepo(sql), plugins }),
     meta: createMetaService(),
-    search: createSearchService({ repo: searchRepo, provider: embedder, plugins }),
+    search: search.service,
     database: createDatabaseService({
       repo: createIntrospectionRepo(sql, config.db.schema),
       analyzeTimeoutMs: Math.min(config.db.statementTimeoutMs, 10_000),
     }),
     analytics: createAnalyticsService({ repo: createAnalyticsRepo(sql), plugins }),
     plugins,
+    stop: () => search.stop(),
   };
 }
 
@@ -169,7 +160,10 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     idleTimeoutS: config.db.idleTimeoutS,
     pooler: config.db.pooler,
   });
+  let services: Services | undefined;
   const cleanup = async () => {
+    // Background work first: it would otherwise run on into a closed pool.
+    await services?.stop();
     await sql.end({ timeout: 5 }).catch(() => undefined);
     await embedded?.release();
   };
@@ -183,7 +177,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       throw err;
     });
     const plugins = await loadPlugins(config.plugins, log);
-    const services = createServices(sql, config, plugins, log);
+    services = createServices(sql, config, plugins, log);
     if (config.auth.required && config.rest.enabled) {
       if (config.auth.keys.length === 0 && config.auth.readOnlyKeys.length === 0) {
         log.warn('API_AUTH_REQUIRED is true but no API_KEYS are set: every authenticated route answers 503');

@@ -17,6 +17,7 @@ import { generateVcon, SEARCH_BENCH_QUERIES, TAG_KEYS, tagValues } from './corpu
 import { createFloorTable, loadCorpus, measureIngest } from './ingest.js';
 import { measureRoute, type RouteCase } from './http-figures.js';
 import { measureSearch } from './search.js';
+import { formatDevSet, measureDevSet } from './devset.js';
 import { measureLauncher } from './launcher.js';
 import { densityFigures, densityMarkdown, runDensity, type DensityResult } from './density.js';
 import { readRssMb, startFloorServer, startServer, type Child } from './processes.js';
@@ -347,6 +348,15 @@ async function main(): Promise<void> {
       const r = await measureSearch({ serverApi: api, floorApi: floor.url, rounds: opts.rounds, passes: opts.searchPasses, corpusSize: uuids.length, quick: opts.quick, queries, log });
       figures.push(...r.figures);
       notes.push(...r.errors.map((e) => `search failed: ${e}`));
+      // Quality beside speed: the development set's MRR per route and query type (issue 16).
+      try {
+        const lines: string[] = [];
+        for (const shape of ['chat', 'call', 'email'] as const) lines.push(...formatDevSet(await measureDevSet(databaseUrl!, undefined, shape)));
+        for (const l of lines) log(l);
+        notes.push(...lines);
+      } catch (err) {
+        notes.push(`dev set not measured: ${(err as Error).message.slice(0, 200)}`);
+      }
     });
     if (opts.sections.has('memory')) await section('memory', async () => {
       const rss = readRssMb(corpusServer.pid);

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { createSql } from '../../src/db/client.js';
 import { migrate } from '../../src/db/migrate.js';
 import { acquireEmbeddedPostgres } from '../../src/db/embedded.js';
-import { reembedGroup } from '../../src/db/embedding-backfill.js';
+import { reembedGroup } from '../../src/search.js';
 import { createEmbeddingProvider } from '../../src/embeddings/index.js';
 import path from 'node:path';
 import { isMain } from './util.js';

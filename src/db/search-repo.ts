@@ -1,10 +1,8 @@
-// Search queries (keyword, vector candidates) and the vector writes that keep embeddings in step
-// with the search units. ARCHITECTURE.md "Search".
-import { createHash } from 'node:crypto';
+// Search queries: keyword ranking and matches, vector candidates and vectors, page metadata
+// (ARCHITECTURE.md "Search"). The index writes are in search-index-repo.ts, the embedding queue
+// in embedding-queue-repo.ts.
 import type { Db } from './client.js';
-import type { DerivedWriter, StoredVcon } from './vcon-repo.js';
-import type { SearchUnit } from '../domain/derive.js';
-import { bytesToVector, signCode, vectorToBytes } from '../embeddings/code.js';
+import { bytesToVector, signCode } from '../embeddings/code.js';
 
 /** Filters every search accepts (API.md "Search"). */
 export interface SearchFilters {
@@ -19,11 +17,26 @@ export interface VectorSpace {
   model: string;
 }
 
-/** What the writer needs of a provider (structural, so db/ doesn't depend on a provider). */
-export interface VectorEmbedder extends VectorSpace {
-  inline: boolean;
-  embed(texts: string[]): Promise<Float32Array[]>;
+/** One term of a keyword query: a word, a "phrase", or an excluded word or phrase. */
+export interface TermInput {
+  kind: 'word' | 'phrase' | 'not';
+  text: string;
 }
+
+/** A term with its weight, and whether it is rare enough to draw candidates from. */
+export interface RankedTerm extends TermInput {
+  idf: number;
+  rare: boolean;
+}
+
+/**
+ * ts_rank's weights of {dialog and attachments (D), analysis (C), parties (B), subject (A)}: a
+ * subject word counts 2.5 dialog words, a summary's 1.5, a party name's less than one.
+ */
+const FIELD_WEIGHTS = '{0.4, 0.6, 0.3, 1.0}';
+
+/** The tsquery of a term `t(txt, kind)`: a phrase keeps its word order. */
+const termQuery = (db: Db) => db`case when t.kind = 'word' then plainto_tsquery('english', t.txt) else phraseto_tsquery('english', t.txt) end`;
 
 export interface KeywordRow {
   uuid: string;
@@ -58,21 +71,6 @@ const HEADLINE_OPTS = 'MaxWords=28, MinWords=8, ShortWord=2, MaxFragments=2, Fra
 /** Text handed to ts_headline: its cost grows with the body, and a snippet needs only the start. */
 const HEADLINE_CHARS = 30_000;
 
-/**
- * The per-vCon ranking tsvector, one weight per source (subject A, party B, analysis C, dialog and
- * attachment D, as search_units). Units are joined with stop words in between: stop words take
- * positions, so a phrase never matches across two units.
- */
-const UNIT_GAP = ' . the the the . ';
-const weighted = (db: Db, source: 'subject' | 'party' | 'analysis' | 'dialog', weight: 'A' | 'B' | 'C' | 'D') =>
-  source === 'dialog'
-    ? db`setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${UNIT_GAP} order by su.source, su.idx) filter (where su.source in ('dialog', 'attachment')), ''), 200000)), ${weight}::"char")`
-    : db`setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${UNIT_GAP} order by su.idx) filter (where su.source = ${source}), ''), 200000)), ${weight}::"char")`;
-
-/** Signature of a vCon's searchable texts: unchanged texts are not re-embedded (tag writes). */
-const unitsSig = (units: SearchUnit[]) =>
-  createHash('sha1').update(JSON.stringify(units.map((u) => [u.source, u.idx, u.body]))).digest('base64');
-
 export function createSearchRepo(db: Db) {
   const filterSql = (f: SearchFilters, createdCol: 'vs.created_at' | 'vv.created_at', uuidCol: 'vs.vcon_uuid' | 'vv.vcon_uuid') => {
     const created = createdCol === 'vs.created_at' ? db`vs.created_at` : db`vv.created_at`;
@@ -87,40 +85,77 @@ export function createSearchRepo(db: Db) {
   };
 
   return {
+    /** Searchable vCons of the group (the N of the term weights). */
+    async docCount(): Promise<number> {
+      const [r] = await db<{ n: number }[]>`select count(*)::int as n from vcon_search`;
+      return r.n;
+    },
+
     /**
-     * One row per matching vCon, best first: ts_rank of its weighted tsvector (subject A,
-     * party B, analysis C, other text D), normalised to 0..1.
+     * For each term: whether it has a content word (stop words alone have none) and how many vCons
+     * contain it, counted up to `cap` (a GIN lookup that stops early for common words).
      */
-    async keyword(q: string, f: SearchFilters, limit: number, offset: number): Promise<KeywordRow[]> {
-      // ts_rank, not ts_rank_cd: every matching vCon is ranked, and for common words (10-20k
-      // matches at 100k vCons) cover density cost 1.3-2x more (measured: 84 → 43 ms for 20k).
-      // The query is inline so the planner sees it and takes the GIN bitmap scan.
+    async termStats(terms: TermInput[], cap: number): Promise<{ content: boolean; df: number }[]> {
+      if (terms.length === 0) return [];
+      const rows = await db<{ content: boolean; df: number | null }[]>`
+        select numnode(x.q) > 0 as content,
+          case when numnode(x.q) > 0 then (select count(*)::int from (select 1 from vcon_search vs where vs.tsv @@ x.q limit ${cap}) s) end as df
+        from unnest(${terms.map((t) => t.text)}::text[], ${terms.map((t) => t.kind)}::text[]) with ordinality as t(txt, kind, ord)
+        cross join lateral (select ${termQuery(db)} as q) x
+        order by t.ord`;
+      return rows.map((r) => ({ content: r.content, df: r.df ?? 0 }));
+    },
+
+    /**
+     * Ranked keyword search, best first: the sum over the query's terms of idf × ts_rank (a
+     * saturating, field-weighted term frequency). Only candidates are scored: the vCons holding any
+     * `rare` term, those holding every term (at most `cap`), and, when no term is rare, at most
+     * `cap` holding any. Phrases are required and exclusions excluded.
+     */
+    async keyword(terms: RankedTerm[], f: SearchFilters, limit: number, offset: number, cap: number): Promise<KeywordRow[]> {
+      if (!terms.some((t) => t.kind !== 'not')) return [];
+      const filters = filterSql(f, 'vs.created_at', 'vs.vcon_uuid');
       return db<KeywordRow[]>`
-        select vs.vcon_uuid::text as uuid, ts_rank(vs.tsv, websearch_to_tsquery('english', ${q}), 32)::float8 as score
-        from vcon_search vs
-        where vs.tsv @@ websearch_to_tsquery('english', ${q}) ${filterSql(f, 'vs.created_at', 'vs.vcon_uuid')}
+        with t as materialized (
+          select t.kind, t.idf, t.rare = 1 as rare, ${termQuery(db)} as q
+          from unnest(${terms.map((t) => t.text)}::text[], ${terms.map((t) => t.kind)}::text[], ${terms.map((t) => t.idf)}::float8[], ${terms.map((t) => (t.rare ? 1 : 0))}::int[])
+            as t(txt, kind, idf, rare)
+        ),
+        pos as materialized (select * from t where kind <> 'not' and numnode(q) > 0),
+        cand as (
+          select vs.vcon_uuid from vcon_search vs
+          where vs.tsv @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from pos where rare) ${filters}
+          union
+          (select vs.vcon_uuid from vcon_search vs
+           where vs.tsv @@ (select string_agg('(' || q::text || ')', ' & ')::tsquery from pos) ${filters} limit ${cap})
+          union
+          (select vs.vcon_uuid from vcon_search vs
+           where not exists (select 1 from pos where rare)
+             and vs.tsv @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from pos) ${filters} limit ${cap})
+        ),
+        req as (
+          select string_agg(case when kind = 'not' then '!(' || q::text || ')' else '(' || q::text || ')' end, ' & ')::tsquery as q
+          from t where kind in ('phrase', 'not') and numnode(q) > 0
+        )
+        select vs.vcon_uuid::text as uuid,
+          (select sum(pos.idf * ts_rank(${FIELD_WEIGHTS}::float4[], vs.tsv, pos.q, 0)) from pos where vs.tsv @@ pos.q)::float8 as score
+        from cand c join vcon_search vs on vs.vcon_uuid = c.vcon_uuid, req
+        where req.q is null or vs.tsv @@ req.q
         order by score desc, vs.vcon_uuid desc
         limit ${limit} offset ${offset}`;
     },
 
-    /** Rewrites the per-vCon ranking tsvector of some vCons from their (already written) units. */
-    async writeSearchDocs(uuids: string[]): Promise<void> {
-      if (uuids.length === 0) return;
-      await db`delete from vcon_search where vcon_uuid = any(${uuids}::uuid[])`;
-      await db`
-        insert into vcon_search (vcon_uuid, created_at, tsv)
-        select su.vcon_uuid, v.created_at,
-          ${weighted(db, 'subject', 'A')} || ${weighted(db, 'party', 'B')} || ${weighted(db, 'analysis', 'C')} || ${weighted(db, 'dialog', 'D')}
-        from search_units su join vcons v on v.uuid = su.vcon_uuid
-        where su.vcon_uuid = any(${uuids}::uuid[])
-        group by su.vcon_uuid, v.created_at`;
-    },
-
     /** Up to `per` best matching units of each vCon, with a ts_headline snippet. */
-    async keywordMatches(q: string, uuids: string[], per = 3): Promise<MatchRow[]> {
-      if (uuids.length === 0) return [];
+    async keywordMatches(terms: TermInput[], uuids: string[], per = 3): Promise<MatchRow[]> {
+      const words = terms.filter((t) => t.kind !== 'not');
+      if (uuids.length === 0 || words.length === 0) return [];
       return db<MatchRow[]>`
-        with q as (select websearch_to_tsquery('english', ${q}) as query),
+        with q as (
+          select string_agg('(' || x.q::text || ')', ' | ')::tsquery as query
+          from unnest(${words.map((t) => t.text)}::text[], ${words.map((t) => t.kind)}::text[]) as t(txt, kind)
+          cross join lateral (select ${termQuery(db)} as q) x
+          where numnode(x.q) > 0
+        ),
         ranked as (
           select su.vcon_uuid, su.source, su.idx, su.body, ts_rank_cd(su.tsv, q.query, 32) as rank,
                  row_number() over (partition by su.vcon_uuid order by ts_rank_cd(su.tsv, q.query, 32) desc, su.source, su.idx) as n
@@ -224,137 +259,6 @@ export function createSearchRepo(db: Db) {
       return new Map(rows.map((r) => [`${r.uuid}/${r.source}/${r.idx}`, r.body]));
     },
 
-    /** The searchable units of some vCons, as stored (for background and re-embedding). */
-    async units(uuids: string[]): Promise<Map<string, SearchUnit[]>> {
-      const out = new Map<string, SearchUnit[]>(uuids.map((u) => [u, []]));
-      if (uuids.length === 0) return out;
-      const rows = await db<{ uuid: string; source: SearchUnit['source']; idx: number; body: string }[]>`
-        select vcon_uuid::text as uuid, source, idx, body from search_units
-        where vcon_uuid = any(${uuids}::uuid[]) order by vcon_uuid, source, idx`;
-      for (const r of rows) out.get(r.uuid)?.push({ source: r.source, idx: r.idx, body: r.body });
-      return out;
-    },
-
-    /**
-     * Embeds and stores the vectors of the given vCons (replacing whatever they had, in any
-     * space). vCons whose texts and space are unchanged are skipped.
-     */
-    async writeVectors(embedder: VectorEmbedder, items: { uuid: string; created_at: Date; units: SearchUnit[] }[], opts: { force?: boolean } = {}): Promise<number> {
-      if (items.length === 0) return 0;
-      const sigs = new Map(items.map((i) => [i.uuid, unitsSig(i.units)]));
-      let todo = items;
-      if (!opts.force) {
-        const existing = await db<{ uuid: string; units_sig: string; created_at: Date }[]>`
-          select vcon_uuid::text as uuid, units_sig, created_at from vcon_vectors
-          where vcon_uuid = any(${items.map((i) => i.uuid)}::uuid[]) and provider = ${embedder.id} and model = ${embedder.model}`;
-        const same = new Set(
-          existing
-            .filter((e) => {
-              const item = items.find((i) => i.uuid === e.uuid);
-              return e.units_sig === sigs.get(e.uuid) && item && item.created_at.getTime() === e.created_at.getTime();
-            })
-            .map((e) => e.uuid),
-        );
-        todo = items.filter((i) => !same.has(i.uuid));
-      }
-      if (todo.length === 0) return 0;
-      const uuids = todo.map((i) => i.uuid);
-      await db`delete from search_vectors where vcon_uuid = any(${uuids}::uuid[])`;
-      await db`delete from vcon_vectors where vcon_uuid = any(${uuids}::uuid[])`;
-      await db`delete from vcon_codes where vcon_uuid = any(${uuids}::uuid[])`;
-      // Party names and addresses carry no meaning for an embedding (a generic "Customer" unit
-      // matched everything); keyword search covers them.
-      todo = todo.map((i) => ({ ...i, units: i.units.filter((u) => u.source !== 'party') }));
-      const texts = todo.flatMap((i) => i.units.map((u) => u.body));
-      const vectors = texts.length ? await embedder.embed(texts) : [];
-      const unitRows: Record<string, unknown>[] = [];
-      const docRows: Record<string, unknown>[] = [];
-      const codeRows: Record<string, unknown>[] = [];
-      let k = 0;
-      for (const item of todo) {
-        if (item.units.length === 0) continue;
-        const dims = vectors[k].length;
-        const mean = new Float32Array(dims);
-        for (const u of item.units) {
-          const v = vectors[k++];
-          for (let d = 0; d < dims; d++) mean[d] += v[d];
-          unitRows.push({ vcon_uuid: item.uuid, source: u.source, idx: u.idx, provider: embedder.id, model: embedder.model, vec: vectorToBytes(v) });
-        }
-        let s = 0;
-        for (let d = 0; d < dims; d++) s += mean[d] * mean[d];
-        if (s > 0) for (let d = 0; d < dims; d++) mean[d] /= Math.sqrt(s);
-        docRows.push({
-          vcon_uuid: item.uuid, provider: embedder.id, model: embedder.model, created_at: item.created_at,
-          units_sig: sigs.get(item.uuid), vec: vectorToBytes(mean),
-        });
-        codeRows.push({ vcon_uuid: item.uuid, provider: embedder.id, model: embedder.model, created_at: item.created_at, code: signCode(mean) });
-      }
-      // Chunked: postgres.js allows at most 65,534 parameters per statement.
-      for (let i = 0; i < unitRows.length; i += 5000) await db`insert into search_vectors ${db(unitRows.slice(i, i + 5000))}`;
-      for (let i = 0; i < docRows.length; i += 5000) await db`insert into vcon_vectors ${db(docRows.slice(i, i + 5000))}`;
-      for (let i = 0; i < codeRows.length; i += 5000) await db`insert into vcon_codes ${db(codeRows.slice(i, i + 5000))}`;
-      return docRows.length;
-    },
-
-    /** Drops the vectors of some vCons and queues them for background embedding. */
-    async enqueue(uuids: string[]): Promise<void> {
-      if (uuids.length === 0) return;
-      await db`
-        insert into embedding_queue (vcon_uuid)
-        select u from unnest(${uuids}::uuid[]) as u
-        on conflict (vcon_uuid) do update set enqueued_at = clock_timestamp(), claimed_until = null, attempts = 0, last_error = null`;
-    },
-
-    /**
-     * Claims up to `n` queued vCons for `leaseSeconds` (SKIP LOCKED: concurrent workers take
-     * different rows). Returns each claim with the enqueued_at it saw (its stamp).
-     */
-    async claim(n: number, leaseSeconds = 300): Promise<{ uuid: string; stamp: string }[]> {
-      // The stamp is enqueued_at in whole microseconds: a JS Date would lose precision.
-      return db<{ uuid: string; stamp: string }[]>`
-        update embedding_queue q set claimed_until = clock_timestamp() + make_interval(secs => ${leaseSeconds}), attempts = q.attempts + 1
-        from (
-          select vcon_uuid from embedding_queue
-          where claimed_until is null or claimed_until < clock_timestamp()
-          order by enqueued_at
-          limit ${n}
-          for update skip locked
-        ) c
-        where q.vcon_uuid = c.vcon_uuid
-        returning q.vcon_uuid::text as uuid, (extract(epoch from q.enqueued_at) * 1000000)::bigint::text as stamp`;
-    },
-
-    /** Removes a claim only if the vCon wasn't re-queued meanwhile; true when it was removed. */
-    async complete(uuid: string, stamp: string): Promise<boolean> {
-      const rows = await db`
-        delete from embedding_queue
-        where vcon_uuid = ${uuid}::uuid and (extract(epoch from enqueued_at) * 1000000)::bigint = ${stamp}::bigint
-        returning 1`;
-      return rows.length > 0;
-    },
-
-    async fail(uuid: string, error: string): Promise<void> {
-      await db`update embedding_queue set last_error = ${error.slice(0, 500)} where vcon_uuid = ${uuid}::uuid`;
-    },
-
-    /** Queue length and the age of its oldest entry (the embedding lag). */
-    async queueStats(): Promise<{ pending: number; oldest_s: number | null }> {
-      const [r] = await db<{ pending: number; oldest_s: number | null }[]>`
-        select count(*)::int as pending, extract(epoch from clock_timestamp() - min(enqueued_at))::float8 as oldest_s from embedding_queue`;
-      return r;
-    },
-
-    /** vCons with units but no vector in the given space (after a provider change), a page at a time. */
-    async missingVectors(space: VectorSpace, limit: number, after: string | null): Promise<{ uuid: string; created_at: Date }[]> {
-      return db<{ uuid: string; created_at: Date }[]>`
-        select v.uuid::text, v.created_at from vcons v
-        where exists (select 1 from search_units su where su.vcon_uuid = v.uuid and su.source <> 'party')
-          and not exists (select 1 from vcon_vectors vv where vv.vcon_uuid = v.uuid and vv.provider = ${space.id} and vv.model = ${space.model})
-          ${after ? db`and v.uuid > ${after}::uuid` : db``}
-        order by v.uuid
-        limit ${limit}`;
-    },
-
     /** How many vCons have vectors, per space. */
     async spaces(): Promise<{ provider: string; model: string; vcons: number }[]> {
       return db<{ provider: string; model: string; vcons: number }[]>`
@@ -364,32 +268,3 @@ export function createSearchRepo(db: Db) {
 }
 
 export type SearchRepo = ReturnType<typeof createSearchRepo>;
-
-/**
- * The DerivedWriter of the search vectors, run inside every write transaction after the search
- * units are rewritten. A local provider embeds right here (read-your-writes); a remote one only
- * queues the vCon, and the background worker embeds it.
- */
-export function createVectorWriter(embedder: VectorEmbedder): DerivedWriter {
-  return async (db: Db, items: StoredVcon[]) => {
-    const repo = createSearchRepo(db);
-    const list = items.map((i) => ({ uuid: i.uuid, created_at: i.derived.created_at, units: i.derived.units }));
-    await repo.writeSearchDocs(list.map((i) => i.uuid));
-    if (embedder.inline) {
-      await repo.writeVectors(embedder, list);
-      return;
-    }
-    // Changed texts drop their stale vectors now; unchanged ones (tag writes) keep theirs.
-    const changed: string[] = [];
-    const existing = await db<{ uuid: string; units_sig: string }[]>`
-      select vcon_uuid::text as uuid, units_sig from vcon_vectors where vcon_uuid = any(${list.map((i) => i.uuid)}::uuid[])
-        and provider = ${embedder.id} and model = ${embedder.model}`;
-    const sig = new Map(existing.map((e) => [e.uuid, e.units_sig]));
-    for (const i of list) if (sig.get(i.uuid) !== unitsSig(i.units)) changed.push(i.uuid);
-    if (changed.length === 0) return;
-    await db`delete from search_vectors where vcon_uuid = any(${changed}::uuid[])`;
-    await db`delete from vcon_vectors where vcon_uuid = any(${changed}::uuid[])`;
-    await db`delete from vcon_codes where vcon_uuid = any(${changed}::uuid[])`;
-    await repo.enqueue(changed);
-  };
-}

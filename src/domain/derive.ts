@@ -1,6 +1,7 @@
 // Pure extraction of the derived rows of a stored vCon (ARCHITECTURE.md "Storage model"): what
 // lists, filters, discovery, tags, analytics and search read instead of scanning documents.
 import { parseDateTime, isDateTime, type JsonObject, type VconKind } from './vcon.js';
+import { decodeBase64Text, emailText, isEmailMediatype } from './email.js';
 
 export interface PartyRow { idx: number; name: string | null; tel: string | null; mailto: string | null; party_uuid: string | null }
 export interface DialogRow { idx: number; type: string | null; start_at: Date | null; duration: number | null; mediatype: string | null; encoding: string | null; body_bytes: number | null }
@@ -138,8 +139,37 @@ export function jsonText(value: unknown, depth = 0): string {
   return '';
 }
 
+/** Readable texts of bodies that take asynchronous decoding (emails), by `source/idx`. */
+export type DecodedBodies = ReadonlyMap<string, string>;
+
+const mediatypeOf = (o: JsonObject) => str(o.mediatype) ?? str(o.mimetype);
+const isBase64 = (encoding: unknown) => encoding === 'base64url' || encoding === 'base64';
+
+/**
+ * Decodes what derivation can't do synchronously: the email bodies (message/rfc822, plain or
+ * base64url) of dialogs, analyses and attachments. Call before deriveRows and pass the result.
+ */
+export async function decodeBodies(doc: JsonObject): Promise<DecodedBodies> {
+  const out = new Map<string, string>();
+  const lists: [UnitSource, JsonObject[]][] = [['dialog', arr(doc.dialog)], ['analysis', arr(doc.analysis)], ['attachment', arr(doc.attachments)]];
+  for (const [source, items] of lists) {
+    for (let i = 0; i < items.length; i++) {
+      const o = items[i];
+      if (typeof o.body !== 'string' || !isEmailMediatype(mediatypeOf(o))) continue;
+      if (source === 'dialog' && o.type !== 'text') continue;
+      out.set(`${source}/${i}`, await emailText(isBase64(o.encoding) ? decodeBase64Text(o.body) : o.body));
+    }
+  }
+  return out;
+}
+
 function textOfBody(body: unknown, encoding: unknown, mediatype: string | null): string {
-  if (encoding === 'base64url' || encoding === 'base64') return '';
+  if (isBase64(encoding)) {
+    // Encoded text is indexed as its decoded text; anything else (audio, images) never is.
+    const mt = (mediatype ?? '').toLowerCase();
+    const texty = mt.startsWith('text/') || mt.startsWith('multipart/') || mt.includes('json');
+    return texty && typeof body === 'string' ? textOfBody(decodeBase64Text(body), 'none', mediatype) : '';
+  }
   if (typeof body !== 'string') return encoding === 'json' ? jsonText(body) : '';
   if (encoding === 'json') {
     try {
@@ -165,8 +195,11 @@ function textOfBody(body: unknown, encoding: unknown, mediatype: string | null):
 
 const clip = (s: string) => noNul(s.length > MAX_UNIT_CHARS ? s.slice(0, MAX_UNIT_CHARS) : s).trim();
 
-/** The searchable texts of a vCon, each with its source and index. Audio and base64 never appear. */
-export function extractUnits(doc: JsonObject): SearchUnit[] {
+/**
+ * The searchable texts of a vCon, each with its source and index. Audio and binary payloads never
+ * appear; emails appear as `decoded` holds them (decodeBodies), else not at all.
+ */
+export function extractUnits(doc: JsonObject, decoded: DecodedBodies = new Map()): SearchUnit[] {
   const units: SearchUnit[] = [];
   const push = (source: UnitSource, idx: number, text: string) => {
     const body = clip(text);
@@ -174,20 +207,22 @@ export function extractUnits(doc: JsonObject): SearchUnit[] {
   };
   if (typeof doc.subject === 'string') push('subject', 0, doc.subject);
   arr(doc.parties).forEach((p, i) => push('party', i, [str(p.name), str(p.mailto), str(p.tel)].filter(Boolean).join(' ')));
+  const text = (source: UnitSource, i: number, o: JsonObject) =>
+    isEmailMediatype(mediatypeOf(o)) ? (decoded.get(`${source}/${i}`) ?? '') : textOfBody(o.body, o.encoding, mediatypeOf(o));
   arr(doc.dialog).forEach((d, i) => {
     if (d.type !== 'text') return;
-    push('dialog', i, textOfBody(d.body, d.encoding, str(d.mediatype) ?? str(d.mimetype)));
+    push('dialog', i, text('dialog', i, d));
   });
-  arr(doc.analysis).forEach((a, i) => push('analysis', i, textOfBody(a.body, a.encoding, str(a.mediatype) ?? str(a.mimetype))));
+  arr(doc.analysis).forEach((a, i) => push('analysis', i, text('analysis', i, a)));
   arr(doc.attachments).forEach((a, i) => {
     if (isTagsAttachment(a)) return;
-    push('attachment', i, textOfBody(a.body, a.encoding, str(a.mediatype) ?? str(a.mimetype)));
+    push('attachment', i, text('attachment', i, a));
   });
   return units;
 }
 
 /** Everything the derived tables hold for one document. Opaque (signed/encrypted) forms derive nothing. */
-export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: Date): Derived {
+export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: Date, decoded?: DecodedBodies): Derived {
   if (kind !== 'plain') {
     return {
       subject: null, created_at: fallbackCreatedAt, updated_at: null,
@@ -218,6 +253,6 @@ export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: D
       mediatype: label(a.mediatype) ?? label(a.mimetype), body_bytes: bodyBytes(a.body),
     })),
     tags: indexedTags(doc),
-    units: extractUnits(doc),
+    units: extractUnits(doc, decoded),
   };
 }

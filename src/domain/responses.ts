@@ -197,7 +197,12 @@ export const HybridHit = SearchHit.extend({
   keyword_rank: z.number().int().min(1).nullable().describe('Rank in the keyword ranking, null when it did not find the vCon'),
   semantic_rank: z.number().int().min(1).nullable().describe('Rank in the semantic ranking, null when it did not find the vCon'),
 });
-export const SearchResults = z.object({ success: ok, count: Count, results: z.array(SearchHit), pagination: Pagination });
+const CorrectedQuery = z
+  .string()
+  .nullable()
+  .optional()
+  .describe('Keyword and hybrid search: the query as searched when words found in no vCon were corrected from the group\'s vocabulary, else null');
+export const SearchResults = z.object({ success: ok, corrected_query: CorrectedQuery, count: Count, results: z.array(SearchHit), pagination: Pagination });
 export const HybridResults = SearchResults.extend({ results: z.array(HybridHit) });
 
 // Database and analytics

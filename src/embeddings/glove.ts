@@ -118,6 +118,29 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     return best;
   };
 
+  /**
+   * Frequent words close to `w` in spelling (edit distance 1, or 2 from 7 letters), closest and
+   * most frequent first, and whether `w` itself is a frequent word.
+   */
+  const suggest = (w: string, limit = 8): { known: boolean; words: string[] } => {
+    const own = wv.index.get(w);
+    const known = own !== undefined && own < SPELL_VOCAB;
+    const postings = buildSpelling();
+    const grams = trigrams(w);
+    const shared = new Map<number, number>();
+    for (const t of grams) for (const i of postings.get(t) ?? []) shared.set(i, (shared.get(i) ?? 0) + 1);
+    const maxDist = w.length >= 7 ? 2 : 1;
+    const need = Math.max(1, Math.floor(grams.length / 3));
+    const found: { i: number; d: number }[] = [];
+    for (const [i, count] of shared) {
+      if (count < need || i === own) continue;
+      const d = editDistance(w, wv.words[i], maxDist);
+      if (d <= maxDist) found.push({ i, d });
+    }
+    found.sort((a, b) => a.d - b.d || a.i - b.i);
+    return { known, words: found.slice(0, limit).map((f) => wv.words[f.i]) };
+  };
+
   const lookup = (t: string): number => {
     const i = wv.index.get(t);
     if (i !== undefined) return i;
@@ -169,7 +192,7 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     if (o.spelling) buildSpelling();
   };
 
-  return { encode, encodeGlove, prepare, dimensions: total, options: o };
+  return { encode, encodeGlove, prepare, suggest, dimensions: total, options: o };
 }
 
 /**
@@ -202,6 +225,9 @@ export function createGloveProvider(load: () => Promise<WordVectors>, options: S
     },
     async warm() {
       await ready();
+    },
+    async suggest(word) {
+      return (await ready()).suggest(word.toLowerCase());
     },
   };
 }

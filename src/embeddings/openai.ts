@@ -1,5 +1,5 @@
 // An OpenAI-compatible HTTP provider (OpenAI, Ollama, vLLM, LocalAI). Remote and slow compared
-// with the local ones, so stored vectors are written in the background (see search-repo's queue).
+// with the local ones, so stored vectors are written in the background (see src/db/embedding-queue-repo.ts).
 import OpenAI from 'openai';
 import type { EmbeddingProvider } from './types.js';
 import { EmbeddingError } from './types.js';

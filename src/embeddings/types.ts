@@ -15,6 +15,11 @@ export interface EmbeddingProvider {
   readonly inline: boolean;
   /** Unit-length vectors, one per text, in order. */
   embed(texts: string[]): Promise<Float32Array[]>;
+  /**
+   * Spelling neighbours of a word from the provider's vocabulary (closest first), and whether the
+   * word itself is a common word there. Keyword search keeps those found in the group's own texts.
+   */
+  suggest?(word: string): Promise<{ known: boolean; words: string[] }>;
   /** Loads what the provider needs (a cache file, a first request) before the first write. */
   warm?(): Promise<void>;
 }

@@ -22,4 +22,6 @@ export interface Services {
   analytics: AnalyticsService;
   /** Turns of the database pool: bounded wait, then database_busy. */
   admission: Admission;
+  /** Stops the background work (the embedding worker of a remote provider); the pool stays open. */
+  stop(): Promise<void>;
 }

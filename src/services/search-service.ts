@@ -5,10 +5,14 @@ import { AppError, InvalidParameterError } from '../domain/errors.js';
 import { dateParam, intParam, MAX_PAGE, stringParam, tagsParam } from '../domain/queries.js';
 import { runHook, type Plugin, type SearchCriteria } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
-import type { MatchRow, SearchFilters, SearchRepo, VectorSpace } from '../db/search-repo.js';
+import type { MatchRow, SearchFilters, SearchRepo } from '../db/search-repo.js';
+import type { EmbeddingQueueRepo } from '../db/embedding-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
-import { codeWords, createCodeIndex } from '../embeddings/code-index.js';
-import { signCodeBytes } from '../embeddings/code.js';
+import { dot } from '../embeddings/text.js';
+import { createCodeCache } from './search-code-cache.js';
+import { CORRECTED_KEYWORD_WEIGHT, fuseRankings, KEYWORD_WEIGHT } from './search-fusion.js';
+import { clipSnippet, windowSnippet } from './search-snippets.js';
+import { createKeywordRanker, type KeywordPlan } from './search-keyword.js';
 
 export type SearchKind = 'content' | 'semantic' | 'hybrid';
 
@@ -38,6 +42,8 @@ export interface SearchResult {
 }
 
 export interface SearchResponse {
+  /** Keyword and hybrid: the query as searched when words were corrected, else null. */
+  corrected_query?: string | null;
   count: number;
   results: SearchResult[];
   pagination: { limit: number; offset: number; has_more: boolean };
@@ -53,16 +59,6 @@ export const VECTOR_PAGING_CAP = 1000;
 export const MIN_CANDIDATES = 200;
 /** A tag filter matching at most this many vCons is searched in SQL through the tag index. */
 export const SELECTIVE_TAG_VCONS = 5_000;
-/** The in-memory code index is rebuilt from PostgreSQL this often (drops stale entries). */
-export const CODE_RELOAD_MS = 10 * 60_000;
-/**
- * Catching up re-reads codes written this long before the previous sync began, so a write whose
- * transaction committed just after that sync read the table is still picked up.
- */
-export const CODE_OVERLAP_MS = 2_000;
-/** Reciprocal rank fusion constant (Cormack et al.): damps the head of each list. */
-export const RRF_K = 60;
-export const SNIPPET_CHARS = 300;
 const MATCHES_PER_RESULT = 3;
 
 /** The search parameters as typed input (MCP inputSchema); parseSearchQuery still validates them. */
@@ -105,41 +101,6 @@ export function parseSearchQuery(raw: SearchInput, kind: SearchKind): SearchQuer
   };
 }
 
-const dot = (a: Float32Array, b: Float32Array) => {
-  let s = 0;
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) s += a[i] * b[i];
-  return s;
-};
-
-/** Collapses whitespace and cuts at a word boundary, marking cuts with an ellipsis. */
-export function clipSnippet(text: string, max = SNIPPET_CHARS): string {
-  const s = text.replace(/\s+/g, ' ').trim();
-  if (s.length <= max) return s;
-  const cut = s.slice(0, max - 1);
-  const space = cut.lastIndexOf(' ');
-  return `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
-}
-
-/** A window of a unit's text around the first query word it contains (its start otherwise). */
-export function windowSnippet(body: string, q: string, max = SNIPPET_CHARS): string {
-  const text = body.replace(/\s+/g, ' ').trim();
-  if (text.length <= max) return text;
-  const lower = text.toLowerCase();
-  const words = q.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? [];
-  let at = -1;
-  for (const w of words) {
-    const i = lower.indexOf(w.length > 5 ? w.slice(0, w.length - 2) : w);
-    if (i >= 0 && (at < 0 || i < at)) at = i;
-  }
-  if (at < 0) return clipSnippet(text, max);
-  let start = Math.max(0, at - Math.floor(max / 3));
-  const sp = text.lastIndexOf(' ', start);
-  if (start > 0 && sp > start - 20) start = sp + 1;
-  const head = start > 0 ? '…' : '';
-  return head + clipSnippet(text.slice(start), max - head.length);
-}
-
 interface SemanticHit {
   uuid: string;
   score: number;
@@ -148,6 +109,7 @@ interface SemanticHit {
 
 export interface SearchServiceDeps {
   repo: SearchRepo;
+  queue: Pick<EmbeddingQueueRepo, 'stats'>;
   provider: EmbeddingProvider;
   plugins: readonly Plugin[];
   /** Candidates for the exact rerank (default MIN_CANDIDATES, more for deep pages). */
@@ -159,7 +121,8 @@ export interface SearchServiceDeps {
 /** The three searches. Each returns one result per vCon, best first, with its best matches. */
 export function createSearchService(deps: SearchServiceDeps) {
   const { repo, provider, plugins } = deps;
-  const space = (): VectorSpace => ({ id: provider.id, model: provider.model });
+  const space = () => ({ id: provider.id, model: provider.model });
+  const codes = createCodeCache(repo, space());
 
   async function embedQuery(q: string): Promise<Float32Array> {
     try {
@@ -168,33 +131,6 @@ export function createSearchService(deps: SearchServiceDeps) {
     } catch (err) {
       throw new AppError(503, 'embeddings_unavailable', `The embedding provider (${provider.id}) failed: ${(err as Error).message}`);
     }
-  }
-
-  // The candidate stage: the sign codes of this space, in memory, caught up before every query.
-  let index = createCodeIndex();
-  let loadedAt = 0;
-  /** Database clock at the start of the last sync. */
-  let syncedAt = 0;
-  let fullLoad: Promise<void> | null = null;
-
-  async function syncCodes(): Promise<void> {
-    if (Date.now() - loadedAt > CODE_RELOAD_MS) {
-      fullLoad ??= (async () => {
-        const { now, rows } = await repo.codes(space(), null);
-        const fresh = createCodeIndex();
-        for (const r of rows) fresh.upsert(r.uuid, r.created_at.getTime(), codeWords(r.code.subarray(4)));
-        index = fresh;
-        syncedAt = Math.max(syncedAt, now.getTime());
-        loadedAt = Date.now();
-      })().finally(() => {
-        fullLoad = null;
-      });
-      await fullLoad;
-    }
-    // Always catch up, also after a shared full load that began before this request's own writes.
-    const { now, rows } = await repo.codes(space(), new Date(syncedAt - CODE_OVERLAP_MS));
-    for (const r of rows) index.upsert(r.uuid, r.created_at.getTime(), codeWords(r.code.subarray(4)));
-    syncedAt = Math.max(syncedAt, now.getTime());
   }
 
   /**
@@ -213,21 +149,21 @@ export function createSearchService(deps: SearchServiceDeps) {
       // A selective tag: SQL reaches its few vCons through the tag index and compares their codes.
       cands = await repo.vectorCandidates(space(), vec, q, n);
     } else {
-      await syncCodes();
+      await codes.sync();
       const window = { from: q.start_date?.getTime(), to: q.end_date?.getTime() };
       let uuids: string[];
       if (tagged) {
         // A broad tag: take proportionally more nearest codes, keep those with the tags.
-        const widen = Math.min(index.size, Math.ceil((n * 1.5 * index.size) / Math.max(1, tagCount)));
-        uuids = (await repo.withTags(index.nearest(codeWords(signCodeBytes(vec)), widen, window), tagged)).slice(0, n);
+        const widen = Math.min(codes.size, Math.ceil((n * 1.5 * codes.size) / Math.max(1, tagCount)));
+        uuids = (await repo.withTags(codes.nearest(vec, widen, window), tagged)).slice(0, n);
       } else {
-        uuids = index.nearest(codeWords(signCodeBytes(vec)), n, window);
+        uuids = codes.nearest(vec, n, window);
       }
       cands = await repo.vconVectors(space(), uuids);
       // Deleted or re-embedded vCons have no vector here any more: forget them.
       if (cands.length < uuids.length) {
         const found = new Set(cands.map((c) => c.uuid));
-        for (const u of uuids) if (!found.has(u)) index.remove(u);
+        codes.remove(uuids.filter((u) => !found.has(u)));
       }
     }
     return cands
@@ -275,14 +211,16 @@ export function createSearchService(deps: SearchServiceDeps) {
     return out;
   };
 
-  async function withHooks(kind: SearchKind, raw: SearchInput, ctx: RequestCtx, run: (q: SearchQuery) => Promise<{ results: SearchResult[]; has_more: boolean }>): Promise<SearchResponse> {
+  type Run = { results: SearchResult[]; has_more: boolean; corrected_query?: string | null };
+  async function withHooks(kind: SearchKind, raw: SearchInput, ctx: RequestCtx, run: (q: SearchQuery) => Promise<Run>): Promise<SearchResponse> {
     const parsed = parseSearchQuery(raw, kind);
     const criteria: SearchCriteria = await runHook(plugins, 'beforeSearch', { kind, query: parsed as unknown as Record<string, unknown> }, ctx);
     // A hook may narrow the query; validate what it returns like any input.
     const q = criteria.query === (parsed as unknown) ? parsed : parseSearchQuery(hookedInput(criteria.query), kind);
-    const { results, has_more } = await run(q);
+    const { results, has_more, corrected_query } = await run(q);
     const out = (await runHook(plugins, 'afterSearch', results, { ...ctx, criteria })) as SearchResult[];
-    return { count: out.length, results: out, pagination: { limit: q.limit, offset: q.offset, has_more } };
+    const page = { count: out.length, results: out, pagination: { limit: q.limit, offset: q.offset, has_more } };
+    return corrected_query === undefined ? page : { corrected_query, ...page };
   }
 
   /** Dates in a hook's query may be Date objects: turn them back into parameter strings. */
@@ -293,20 +231,31 @@ export function createSearchService(deps: SearchServiceDeps) {
     return repo.info(uuids);
   }
 
+  const keyword = createKeywordRanker({ repo, provider });
+  /** The keyword ranking of a planned query (empty when no term can match). */
+  const keywordRanked = (p: KeywordPlan, q: SearchQuery, limit: number, offset: number) =>
+    p.terms.length === 0 ? Promise.resolve([]) : repo.keyword(p.terms, q, limit, offset, keyword.cap);
+  /** BM25 sums grow with the query: scores are mapped to 0..1, order kept. */
+  const unitScore = (s: number) => s / (1 + s);
+
   return {
-    /** Full-text search over the search units: websearch syntax, ts_rank_cd, ts_headline snippets. */
+    /**
+     * Ranked keyword search: vCons matching more of the query's words, and rarer ones, first;
+     * phrases required, -exclusions excluded, unknown words corrected (`corrected_query`).
+     */
     content(raw: SearchInput, ctx: RequestCtx): Promise<SearchResponse> {
       return withHooks('content', raw, ctx, async (q) => {
-        const rows = await repo.keyword(q.q, q, q.limit + 1, q.offset);
+        const p = await keyword.plan(q.q);
+        const rows = await keywordRanked(p, q, q.limit + 1, q.offset);
         const page = rows.slice(0, q.limit);
         const uuids = page.map((r) => r.uuid);
-        const [meta, matchRows] = await Promise.all([info(uuids), repo.keywordMatches(q.q, uuids, MATCHES_PER_RESULT)]);
+        const [meta, matchRows] = await Promise.all([info(uuids), repo.keywordMatches(p.terms, uuids, MATCHES_PER_RESULT)]);
         const matches = keywordMatchMap(matchRows);
         const results = page.flatMap((r) => {
           const m = meta.get(r.uuid);
-          return m ? [{ uuid: r.uuid, subject: m.subject, created_at: m.created_at, score: r.score, matches: matches.get(r.uuid) ?? [] }] : [];
+          return m ? [{ uuid: r.uuid, subject: m.subject, created_at: m.created_at, score: unitScore(r.score), matches: matches.get(r.uuid) ?? [] }] : [];
         });
-        return { results, has_more: rows.length > q.limit };
+        return { results, has_more: rows.length > q.limit, corrected_query: p.corrected_query };
       });
     },
 
@@ -325,36 +274,24 @@ export function createSearchService(deps: SearchServiceDeps) {
       });
     },
 
-    /** Reciprocal rank fusion (k = 60) of the keyword and semantic rankings. */
+    /**
+     * The keyword and semantic rankings fused by their scaled scores (search-fusion.ts); a
+     * corrected query is searched corrected on both sides.
+     */
     hybrid(raw: SearchInput, ctx: RequestCtx): Promise<SearchResponse> {
       return withHooks('hybrid', raw, ctx, async (q) => {
         const depth = Math.min(VECTOR_PAGING_CAP + 1, Math.max(100, 2 * (q.offset + q.limit + 1)));
-        const [kw, sem] = await Promise.all([repo.keyword(q.q, q, depth, 0), semanticRanked(q, depth)]);
-        const fused = new Map<string, { uuid: string; score: number; keyword_rank: number | null; semantic_rank: number | null }>();
-        const entry = (uuid: string) => {
-          let e = fused.get(uuid);
-          if (!e) fused.set(uuid, (e = { uuid, score: 0, keyword_rank: null, semantic_rank: null }));
-          return e;
-        };
-        kw.forEach((r, i) => {
-          const e = entry(r.uuid);
-          e.keyword_rank = i + 1;
-          e.score += 1 / (RRF_K + i + 1);
-        });
-        sem.forEach((h, i) => {
-          const e = entry(h.uuid);
-          e.semantic_rank = i + 1;
-          e.score += 1 / (RRF_K + i + 1);
-        });
-        const ranked = [...fused.values()].sort(
-          (a, b) => b.score - a.score || (a.keyword_rank ?? Infinity) - (b.keyword_rank ?? Infinity) || (a.uuid < b.uuid ? 1 : -1),
-        );
+        const p = await keyword.plan(q.q);
+        // The semantic side reads the corrected words too.
+        const semQuery = p.corrected_query ? { ...q, q: p.corrected_query } : q;
+        const [kw, sem] = await Promise.all([keywordRanked(p, q, depth, 0), semanticRanked(semQuery, depth)]);
+        const ranked = fuseRankings(kw, sem, p.corrected_query ? CORRECTED_KEYWORD_WEIGHT : KEYWORD_WEIGHT);
         const page = ranked.slice(q.offset, q.offset + q.limit);
         const uuids = page.map((e) => e.uuid);
         const semHits = new Map(sem.map((h) => [h.uuid, h]));
         const [meta, kwRows, semMatches] = await Promise.all([
           info(uuids),
-          repo.keywordMatches(q.q, page.filter((e) => e.keyword_rank !== null).map((e) => e.uuid), MATCHES_PER_RESULT),
+          repo.keywordMatches(p.terms, page.filter((e) => e.keyword_rank !== null).map((e) => e.uuid), MATCHES_PER_RESULT),
           semanticMatches(q.q, page.flatMap((e) => (semHits.has(e.uuid) ? [semHits.get(e.uuid)!] : [])), q.threshold),
         ]);
         const kwMatches = keywordMatchMap(kwRows);
@@ -369,104 +306,15 @@ export function createSearchService(deps: SearchServiceDeps) {
           }
           return [{ uuid: e.uuid, subject: m.subject, created_at: m.created_at, score: e.score, matches: list, keyword_rank: e.keyword_rank, semantic_rank: e.semantic_rank }];
         });
-        return { results, has_more: ranked.length > q.offset + q.limit };
+        return { results, has_more: ranked.length > q.offset + q.limit, corrected_query: p.corrected_query };
       });
     },
 
     /** The vector space queries are compared in, and how many vCons each stored space holds. */
     async status() {
-      return { provider: provider.id, model: provider.model, inline: provider.inline, spaces: await repo.spaces(), queue: await repo.queueStats() };
+      return { provider: provider.id, model: provider.model, inline: provider.inline, spaces: await repo.spaces(), queue: await deps.queue.stats() };
     },
   };
 }
 
 export type SearchService = ReturnType<typeof createSearchService>;
-
-interface WorkerLog {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
-
-/**
- * Drains the embedding queue for a remote provider: claims a batch (SKIP LOCKED, so several
- * instances share the work), embeds the stored units, writes the vectors, and logs the lag.
- */
-export function createEmbeddingWorker(deps: {
-  repo: SearchRepo;
-  transact: <T>(fn: (repo: SearchRepo) => Promise<T>) => Promise<T>;
-  provider: EmbeddingProvider;
-  log: WorkerLog;
-  batch?: number;
-  idleMs?: number;
-}) {
-  const { repo, transact, provider, log } = deps;
-  const batch = deps.batch ?? 32;
-  const idleMs = deps.idleMs ?? 1000;
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = true;
-  let running: Promise<number> | undefined;
-
-  /** One round: returns how many vCons were embedded. */
-  async function drainOnce(): Promise<number> {
-    const claims = await repo.claim(batch);
-    if (claims.length === 0) return 0;
-    const units = await repo.units(claims.map((c) => c.uuid));
-    let done = 0;
-    try {
-      await transact(async (tx) => {
-        const meta = await tx.info(claims.map((c) => c.uuid));
-        const items = claims.flatMap((c) => {
-          const m = meta.get(c.uuid);
-          return m ? [{ uuid: c.uuid, created_at: m.stored_created_at, units: units.get(c.uuid) ?? [] }] : [];
-        });
-        // Only vCons not re-queued meanwhile get these vectors; the rest go round again.
-        const current: typeof items = [];
-        for (const it of items) {
-          const claim = claims.find((c) => c.uuid === it.uuid)!;
-          if (await tx.complete(it.uuid, claim.stamp)) current.push(it);
-        }
-        done = await tx.writeVectors(provider, current, { force: true });
-      });
-    } catch (err) {
-      for (const c of claims) await repo.fail(c.uuid, (err as Error).message).catch(() => undefined);
-      throw err;
-    }
-    const stats = await repo.queueStats();
-    log.info({ embedded: done, pending: stats.pending, lag_s: stats.oldest_s }, 'embedding queue drained a batch');
-    return done;
-  }
-
-  const loop = async () => {
-    if (stopped) return;
-    let n = 0;
-    try {
-      running = drainOnce();
-      n = await running;
-    } catch (err) {
-      // The instance closed its pool: nothing more to drain in this process.
-      if ((err as { code?: string }).code === 'CONNECTION_ENDED') stopped = true;
-      else if (!stopped) log.warn({ err: (err as Error).message }, 'embedding worker round failed');
-    } finally {
-      running = undefined;
-    }
-    if (!stopped) {
-      timer = setTimeout(loop, n > 0 ? 0 : idleMs);
-      timer.unref();
-    }
-  };
-
-  return {
-    drainOnce,
-    start() {
-      if (!stopped) return;
-      stopped = false;
-      timer = setTimeout(loop, 0);
-      timer.unref();
-    },
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running?.catch(() => undefined);
-    },
-  };
-}

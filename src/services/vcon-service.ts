@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, NotFoundError, ValidationError, type ErrorDetail } from '../domain/errors.js';
-import { deriveRows, isTagsAttachment } from '../domain/derive.js';
+import { decodeBodies, deriveRows, isTagsAttachment } from '../domain/derive.js';
 import { parseListQuery, type ListQuery } from '../domain/queries.js';
 import {
   Analysis, Attachment, checkDepth, classifyVcon, Dialog, MAX_DEPTH, Vcon, validate,
@@ -54,8 +54,9 @@ function withServiceFields(doc: JsonObject, uuid: string, createdAt: string | un
   return out;
 }
 
-function toStored(c: ClassifiedVcon, uuid: string, now: Date): StoredVcon {
-  return { uuid, kind: c.kind, doc: c.doc, derived: deriveRows(c.doc, c.kind, now) };
+async function toStored(c: ClassifiedVcon, uuid: string, now: Date): Promise<StoredVcon> {
+  const decoded = c.kind === 'plain' ? await decodeBodies(c.doc) : undefined;
+  return { uuid, kind: c.kind, doc: c.doc, derived: deriveRows(c.doc, c.kind, now, decoded) };
 }
 
 /** Metadata view: every top-level field except the three arrays of content. */
@@ -118,7 +119,7 @@ export function createVconService(deps: VconServiceDeps) {
       const { doc, result } = change(structuredClone(record.doc), record);
       doc.updated_at = now().toISOString();
       const classified = classifyVcon(doc);
-      await tx.upsert([toStored(classified, uuid, record.created_at)]);
+      await tx.upsert([await toStored(classified, uuid, record.created_at)]);
       return { doc, result };
     });
   }
@@ -134,7 +135,7 @@ export function createVconService(deps: VconServiceDeps) {
         const doc = c.kind === 'plain'
           ? withServiceFields(c.doc, uuid, stamp.toISOString(), existed ? stamp.toISOString() : undefined)
           : c.doc;
-        const stored = toStored({ ...c, doc }, uuid, existed?.created_at ?? stamp);
+        const stored = await toStored({ ...c, doc }, uuid, existed?.created_at ?? stamp);
         const flags = await tx.upsert([stored]);
         return { created: flags.get(uuid) ?? !existed, doc };
       });
@@ -175,12 +176,12 @@ export function createVconService(deps: VconServiceDeps) {
         const stamp = now();
         const docs = await transact(async (tx) => {
           const existing = await tx.existing(ready.map((r) => r.uuid));
-          const stored = ready.map((r) => {
+          const stored = await Promise.all(ready.map((r) => {
             const doc = r.c.kind === 'plain'
               ? withServiceFields(r.c.doc, r.uuid, stamp.toISOString(), existing.has(r.uuid) ? stamp.toISOString() : undefined)
               : r.c.doc;
             return toStored({ ...r.c, doc }, r.uuid, stamp);
-          });
+          }));
           const flags = await tx.upsert(stored);
           for (const r of ready) results[r.index].status = flags.get(r.uuid) === false ? 200 : 201;
           return stored.map((s) => s.doc);

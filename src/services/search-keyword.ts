@@ -1,0 +1,112 @@
+// Ranked keyword search (issue 16): the query's terms weighted by this group's own statistics
+// (BM25's idf), unknown words corrected from the group's vocabulary, and a bounded candidate set,
+// so common words cost a capped amount of work at any size.
+import type { RankedTerm, SearchRepo, TermInput } from '../db/search-repo.js';
+import type { EmbeddingProvider } from '../embeddings/types.js';
+import { parseKeywordQuery, rewriteQuery } from './search-query.js';
+
+/** vCons counted per term at most: a common word's count stops here. */
+export const DF_CAP = 1_000;
+/** Terms draw candidates rarest first while their counts sum to at most this. */
+export const RARE_BUDGET = 500;
+/** At most this many candidates holding every term, and (no rare term) holding any. */
+export const CANDIDATE_CAP = 100;
+/** The group's vCon count and term counts are re-read this often (a count moves slowly). */
+const COUNT_TTL_MS = 30_000;
+/** Term counts remembered at most. */
+const MAX_CACHED_TERMS = 10_000;
+/** Shortest word that is corrected (shorter ones have too many neighbours). */
+const MIN_CORRECTED = 4;
+
+export interface KeywordPlan {
+  terms: RankedTerm[];
+  /** The query as searched, when a word was corrected; else null. */
+  corrected_query: string | null;
+}
+
+export function createKeywordRanker(deps: { repo: SearchRepo; provider: Pick<EmbeddingProvider, 'suggest'> }) {
+  const { repo, provider } = deps;
+  let count: { n: number; at: number } | undefined;
+  const docCount = async () => {
+    if (!count || Date.now() - count.at > COUNT_TTL_MS) count = { n: await repo.docCount(), at: Date.now() };
+    return count.n;
+  };
+  // Term counts of recent queries: a repeated word costs no posting-list walk. A word found in no
+  // vCon is not remembered, so a vCon written a moment ago is found (and not "corrected") at once.
+  const cached = new Map<string, { content: boolean; df: number; at: number }>();
+  async function termStats(terms: TermInput[]): Promise<{ content: boolean; df: number }[]> {
+    const now = Date.now();
+    const key = (t: TermInput) => `${t.kind === 'word' ? 'w' : 'p'}:${t.text.toLowerCase()}`;
+    const fresh = (t: TermInput) => {
+      const c = cached.get(key(t));
+      return c && now - c.at <= COUNT_TTL_MS ? c : undefined;
+    };
+    const missing = terms.filter((t) => !fresh(t));
+    if (missing.length > 0) {
+      const got = await repo.termStats(missing, DF_CAP);
+      if (cached.size > MAX_CACHED_TERMS) cached.clear();
+      missing.forEach((t, i) => {
+        if (got[i].df > 0 || !got[i].content) cached.set(key(t), { ...got[i], at: now });
+      });
+      const byKey = new Map(missing.map((t, i) => [key(t), got[i]]));
+      return terms.map((t) => fresh(t) ?? byKey.get(key(t))!);
+    }
+    return terms.map((t) => fresh(t)!);
+  }
+
+  /**
+   * Words found in no vCon of the group, replaced by their closest spelling neighbour that is
+   * (most frequent on ties). A word the group contains is never corrected.
+   */
+  async function corrections(terms: TermInput[], stats: { content: boolean; df: number }[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (!provider.suggest) return out;
+    const unknown = terms.filter((t, i) => t.kind === 'word' && stats[i].content && stats[i].df === 0 && t.text.length >= MIN_CORRECTED && /^\p{L}+$/u.test(t.text));
+    if (unknown.length === 0) return out;
+    const suggested = await Promise.all(unknown.map((t) => provider.suggest!(t.text)));
+    const flat = suggested.flatMap((s) => s.words);
+    const found = await termStats(flat.map((text) => ({ kind: 'word' as const, text })));
+    let k = 0;
+    unknown.forEach((t, i) => {
+      const words = suggested[i].words;
+      const hit = words.findIndex((_, j) => found[k + j].df > 0);
+      // A common word the group lacks is a real word, not a typo: it stays (and matches nothing).
+      if (hit >= 0 && !suggested[i].known) out.set(t.text, words[hit]);
+      k += words.length;
+    });
+    return out;
+  }
+
+  /** The terms of a query with their weights, after correction. */
+  async function plan(q: string): Promise<KeywordPlan> {
+    let terms: TermInput[] = parseKeywordQuery(q);
+    if (terms.length === 0) return { terms: [], corrected_query: null };
+    const [n, first] = await Promise.all([docCount(), termStats(terms)]);
+    let stats = first;
+    const fixed = await corrections(terms, stats);
+    if (fixed.size > 0) {
+      terms = terms.map((t) => (t.kind === 'word' && fixed.has(t.text) ? { ...t, text: fixed.get(t.text)! } : t));
+      stats = await termStats(terms);
+    }
+    // Rarest first: their postings are the candidates, within the budget.
+    const order = terms.map((_, i) => i).filter((i) => stats[i].content && stats[i].df > 0 && terms[i].kind !== 'not').sort((a, b) => stats[a].df - stats[b].df);
+    const rare = new Set<number>();
+    let budget = RARE_BUDGET;
+    for (const i of order) {
+      if (stats[i].df >= DF_CAP || stats[i].df > budget) break;
+      budget -= stats[i].df;
+      rare.add(i);
+    }
+    const total = Math.max(n, 1);
+    const ranked = terms.flatMap((t, i) => {
+      if (!stats[i].content) return [];
+      // An excluded term keeps its place; a positive one found nowhere can match nothing.
+      if (t.kind !== 'not' && stats[i].df === 0 && t.kind === 'word') return [];
+      const df = stats[i].df;
+      return [{ ...t, idf: Math.log(1 + (total - df + 0.5) / (df + 0.5)), rare: rare.has(i) }];
+    });
+    return { terms: ranked, corrected_query: fixed.size > 0 ? rewriteQuery(q, fixed) : null };
+  }
+
+  return { plan, cap: CANDIDATE_CAP };
+}
