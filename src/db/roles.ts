@@ -196,12 +196,16 @@ export async function setRolePassword(admin: Sql, role: string, password: string
 /** Drops a group's roles and everything they own in this database (teardown of tests and groups). */
 export async function dropGroupRoles(admin: Sql, schema: string): Promise<void> {
   const { role, analyzeRole } = groupRoleNames(schema);
-  for (const r of [analyzeRole, role]) {
-    if (!(await roleExists(admin, r))) continue;
-    const q = `"${r.replace(/"/g, '""')}"`;
-    await admin.unsafe(`drop owned by ${q} cascade`);
-    await admin.unsafe(`drop role ${q}`);
-  }
+  await admin.begin(async (tx) => {
+    // DROP OWNED rewrites the same ACL rows provisioning does: one at a time (see provisionGroupRoles).
+    await tx`select pg_advisory_xact_lock(hashtext('vcon-launch:provision'))`;
+    for (const r of [analyzeRole, role]) {
+      if (!(await roleExists(tx as unknown as Sql, r))) continue;
+      const q = `"${r.replace(/"/g, '""')}"`;
+      await tx.unsafe(`drop owned by ${q} cascade`);
+      await tx.unsafe(`drop role ${q}`);
+    }
+  });
 }
 
 /** A URL with its user and password replaced (the group's credentials on the admin's server). */

@@ -20,6 +20,8 @@ const MODES = [
 
 describe.each(MODES)('analyze attacks with $name', (mode) => {
   const secret = `BETA-SECRET-${randomBytes(4).toString('hex')}`;
+  // alpha's label names its connections; unique, since other checkouts may run this on the same server.
+  const tag = randomBytes(4).toString('hex');
   let ws: Workspace;
   let alpha: string;
   let beta: string;
@@ -27,7 +29,7 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
   const env = () => ({ ...cliEnv(), ...mode.env });
 
   beforeAll(async () => {
-    ws = createWorkspace(['alpha', 'beta']);
+    ws = createWorkspace(['alpha', 'beta'], { alpha: { VCON_INSTANCE_LABEL: `alpha-${tag}` } });
     const r = await ws.run(['start', '--all', '--detach'], { env: env() });
     expect(r.exitCode, r.stderr).toBe(0);
     const reg = ws.registry();
@@ -110,7 +112,7 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
     try {
       const [{ mine }] = await admin<{ mine: number }[]>`
         select count(*)::int as mine from pg_locks l join pg_stat_activity a using (pid)
-        where l.locktype = 'advisory' and a.application_name like 'vcon-label-alpha%'`;
+        where l.locktype = 'advisory' and a.application_name like ${`vcon-alpha-${tag}%`}`;
       expect(mine).toBe(0);
     } finally {
       await admin.end();
