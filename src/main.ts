@@ -18,6 +18,7 @@ import { createTransactor, createVconRepo } from './db/vcon-repo.js';
 import { createTagRepo } from './db/tag-repo.js';
 import { createDiscoveryRepo } from './db/discovery-repo.js';
 import { createIntrospectionRepo } from './db/introspection-repo.js';
+import { createAnalyzeRepo } from './db/analyze-repo.js';
 import { createAnalyticsRepo } from './db/analytics-repo.js';
 import { loadPlugins, PluginLoadError, type Plugin } from './plugins/index.js';
 import { createHealthService } from './services/health-service.js';
@@ -50,7 +51,7 @@ export interface Instance {
 }
 
 /** Wires the services of one instance over a pinned pool. Exported for tests and tools. */
-export function createServices(sql: Sql, config: Config, plugins: readonly Plugin[] = [], log?: Logger): Services {
+export function createServices(sql: Sql, config: Config, plugins: readonly Plugin[] = [], log?: Logger, databaseUrl = config.db.url): Services {
   const buildInfo = getBuildInfo();
   // Search: the index is written by a DerivedWriter inside every write transaction. An inline
   // provider loads its word vectors on first use (~0.5 s once, ~45 MB): an idle group stays small
@@ -83,6 +84,14 @@ export function createServices(sql: Sql, config: Config, plugins: readonly Plugi
     search: search.service,
     database: createDatabaseService({
       repo: createIntrospectionRepo(sql, config.db.schema),
+      // The server's URL with the analyze role's name and password, or the pool's own identity.
+      analyzer: createAnalyzeRepo({
+        url: withCredentials(databaseUrl ?? '', config.db.analyze ? undefined : config.db.user, config.db.analyze ? undefined : config.db.password),
+        schema: config.db.schema,
+        user: config.db.analyze?.user,
+        password: config.db.analyze?.password,
+        applicationName: `vcon-${config.label ?? config.db.schema}-analyze`.slice(0, 60),
+      }),
       analyzeTimeoutMs: Math.min(config.db.statementTimeoutMs, 10_000),
     }),
     analytics: createAnalyticsService({ repo: createAnalyticsRepo(sql), plugins }),
@@ -177,7 +186,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       throw err;
     });
     const plugins = await loadPlugins(config.plugins, log);
-    services = createServices(sql, config, plugins, log);
+    services = createServices(sql, config, plugins, log, url);
     if (config.auth.required && config.rest.enabled) {
       if (config.auth.keys.length === 0 && config.auth.readOnlyKeys.length === 0) {
         log.warn('API_AUTH_REQUIRED is true but no API_KEYS are set: every authenticated route answers 503');

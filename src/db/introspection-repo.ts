@@ -2,7 +2,6 @@
 // filters on the schema name passed as a bound parameter; the name comes from validated config
 // (SchemaName), never from a request. Figures from pg_class.reltuples and pg_stat_* are estimates.
 import type { Sql } from './client.js';
-import { ValidationError } from '../domain/errors.js';
 
 export interface ColumnInfo {
   name: string;
@@ -114,34 +113,10 @@ export interface ConnectionInfo {
   server: { total: number; max_connections: number; reserved: number };
 }
 
-export interface ExplainResult {
-  plan: unknown;
-  search_path: string;
-}
-
 const QUERY_TEXT_CHARS = 200;
 
-/** Reads of the PostgreSQL catalog restricted to one schema, plus the guarded EXPLAIN. */
-/** Every relation an EXPLAIN (VERBOSE, FORMAT JSON) plan scans, with its schema. */
-export function relationsOf(plan: unknown): { schema: string; name: string }[] {
-  const out: { schema: string; name: string }[] = [];
-  const stack: unknown[] = [plan];
-  while (stack.length) {
-    const node = stack.pop();
-    if (Array.isArray(node)) stack.push(...node);
-    else if (node && typeof node === 'object') {
-      const o = node as Record<string, unknown>;
-      if (typeof o['Relation Name'] === 'string') out.push({ schema: String(o.Schema ?? ''), name: o['Relation Name'] as string });
-      stack.push(...Object.values(o));
-    }
-  }
-  return out;
-}
-
+/** Reads of the PostgreSQL catalog restricted to one schema. */
 export function createIntrospectionRepo(sql: Sql, schema: string) {
-  // Same path as the pool's (client.ts); re-applied inside the EXPLAIN transaction.
-  const searchPath = schema === 'public' ? 'public, extensions' : `"${schema}", extensions`;
-
   return {
     schema,
 
@@ -306,62 +281,6 @@ export function createIntrospectionRepo(sql: Sql, schema: string) {
         idle_in_transaction: sessions.filter((s) => s.kind === 'idle_tx').map(strip),
         server,
       };
-    },
-
-    /**
-     * THE ONE PLACE OUTSIDE THE MIGRATION RUNNER THAT RUNS SQL TEXT (sql.unsafe).
-     *
-     * `statement` must already have passed the read-only statement check of the database service
-     * (a single SELECT or WITH ... SELECT, no comments hiding a second statement, no locking
-     * clause, no dangerous function). Defence in depth around it:
-     * - a READ ONLY transaction, so no write can happen whatever the text says;
-     * - SET LOCAL statement_timeout and lock_timeout (via set_config, bound parameters), and
- *   standard_conforming_strings on, so the server reads literals as the statement check did;
-     * - search_path re-pinned to this group's schema inside the transaction, so an earlier
-     *   SET on the pooled connection can't redirect unqualified names;
-     * - the extended protocol (simple: false), which refuses more than one statement;
-     * - the transaction is always rolled back, so nothing it touched survives.
-     * Qualified references to other schemas or catalogs are the caller's own query.
-     */
-    async explainUnsafe(statement: string, opts: { analyze: boolean; timeoutMs: number }): Promise<ExplainResult> {
-      // VERBOSE names the schema of every relation the plan touches, so foreign reads can be refused.
-      const options = opts.analyze ? 'analyze, buffers, verbose, format json' : 'verbose, format json';
-      let result: ExplainResult | undefined;
-      const rollback = new Error('rollback');
-      try {
-        await sql.begin('read only', async (tx) => {
-          await tx`select set_config('statement_timeout', ${String(opts.timeoutMs)}, true),
-                          set_config('lock_timeout', ${String(Math.min(opts.timeoutMs, 1000))}, true),
-                          set_config('idle_in_transaction_session_timeout', ${String(opts.timeoutMs * 2)}, true),
-                          set_config('search_path', ${searchPath}, true),
-                          set_config('standard_conforming_strings', 'on', true)`;
-          // `simple: false` (a runtime option postgres.js leaves out of its types) forces the
-          // extended protocol even without parameters: the server then rejects a second statement.
-          const protocol = { prepare: false, simple: false };
-          const explain = async (explainOptions: string) => {
-            const rows = await tx.unsafe(`explain (${explainOptions}) ${statement}`, [], protocol);
-            const first = rows[0] as Record<string, unknown> | undefined;
-            const plan = first?.['QUERY PLAN'] ?? null;
-            // Isolation: a plan (even estimates) of another schema's table must not leave this group.
-            const foreign = [...new Set(relationsOf(plan).filter((r) => r.schema !== schema).map((r) => `${r.schema}.${r.name}`))];
-            if (foreign.length > 0) {
-              throw new ValidationError(`The query reads ${foreign.join(', ')}, outside this group's schema "${schema}"`, [
-                { path: 'query', message: 'may only read tables of this group\'s own schema' },
-              ]);
-            }
-            return plan;
-          };
-          // With ANALYZE the statement runs: its plan is checked before it does, so an error raised
-          // while executing (a cast of another group's text, say) can't carry that group's data out.
-          if (opts.analyze) await explain('verbose, format json');
-          const plan = await explain(options);
-          result = { plan, search_path: searchPath };
-          throw rollback;
-        });
-      } catch (err) {
-        if (err !== rollback) throw err;
-      }
-      return result!;
     },
   };
 }

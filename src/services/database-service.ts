@@ -7,9 +7,13 @@ import type { RequestCtx } from './context.js';
 import type {
   IndexInfo, IndexStats, IntrospectionRepo, TableStats,
 } from '../db/introspection-repo.js';
+import type { AnalyzeRepo } from '../db/analyze-repo.js';
 
 /** Longest statement accepted by analyze. */
 export const MAX_ANALYZE_CHARS = 20_000;
+/** work_mem and temp_file_limit of an analyze statement: one sort can't fill the shared server's disk. */
+export const ANALYZE_WORK_MEM_KB = 4 * 1024;
+export const ANALYZE_TEMP_FILE_LIMIT_KB = 64 * 1024;
 
 const DEAD_RATIO_WARN = 0.2;
 const DEAD_ROWS_WARN = 1_000;
@@ -40,6 +44,8 @@ export interface Advice {
 /** What the database service needs: the schema-bound catalog repo and its limits. */
 export interface DatabaseServiceDeps {
   repo: IntrospectionRepo;
+  /** Runs the EXPLAIN of analyze on a connection of its own. */
+  analyzer: AnalyzeRepo;
   /** statement_timeout of POST /database/analyze. */
   analyzeTimeoutMs: number;
   /** A query of this application running longer than this is reported by health. */
@@ -92,6 +98,31 @@ const IDENT_PART = /[A-Za-z0-9_$\u0080-\uffff]/;
 /** Thrown by the statement check: a 400 naming what is not allowed. */
 function refuse(message: string, hint?: string): never {
   throw new ValidationError(message, [{ path: 'query', message }], hint);
+}
+
+/** Decodes the escapes of a U&"..." identifier or U&'...' string as PostgreSQL does. */
+export function decodeUnicodeEscapes(raw: string, escape: string): string {
+  if (/[0-9a-fA-F+'"\s]/.test(escape)) refuse(`invalid Unicode escape character ${JSON.stringify(escape)}`);
+  let out = '';
+  for (let i = 0; i < raw.length; i++) {
+    if (raw[i] !== escape) {
+      out += raw[i];
+      continue;
+    }
+    if (raw[i + 1] === escape) {
+      out += escape;
+      i++;
+      continue;
+    }
+    const long = raw[i + 1] === '+';
+    const hex = long ? raw.slice(i + 2, i + 8) : raw.slice(i + 1, i + 5);
+    if (!/^[0-9a-fA-F]+$/.test(hex) || hex.length !== (long ? 6 : 4)) refuse('query has an invalid Unicode escape in a U& literal');
+    const code = parseInt(hex, 16);
+    if (code > 0x10ffff) refuse('query has an invalid Unicode escape in a U& literal');
+    out += code >= 0xd800 && code <= 0xdfff ? String.fromCharCode(code) : String.fromCodePoint(code);
+    i += long ? 7 : 4;
+  }
+  return out;
 }
 
 /**
@@ -192,6 +223,34 @@ export function tokenizeSql(text: string): Token[] {
       }
       out.push({ kind: 'op', value: '$', pos: start });
       i++;
+      continue;
+    }
+    if ((c === 'u' || c === 'U') && text[i + 1] === '&' && (text[i + 2] === '"' || text[i + 2] === "'")) {
+      // U&"..." / U&'...': PostgreSQL decodes the escapes, so the check must see the decoded name.
+      const quote = text[i + 2];
+      let j = i + 3;
+      let raw = '';
+      for (;;) {
+        if (j >= n) refuse(`query has an unterminated U&${quote} literal`);
+        if (text[j] === quote) {
+          if (text[j + 1] === quote) {
+            raw += quote;
+            j += 2;
+            continue;
+          }
+          j++;
+          break;
+        }
+        raw += text[j++];
+      }
+      const uescape = /^\s*uescape\s*'(.)'/i.exec(text.slice(j, j + 64));
+      if (uescape) j += uescape[0].length;
+      else if (/^\s*(--|\/\*)/.test(text.slice(j)) && /uescape/i.test(text.slice(j))) {
+        refuse('write UESCAPE directly after its U& literal (no comment between)');
+      }
+      const value = decodeUnicodeEscapes(raw, uescape?.[1] ?? '\\');
+      out.push(quote === '"' ? { kind: 'quoted', value, pos: start } : { kind: 'string', value: text.slice(start, j), pos: start });
+      i = j;
       continue;
     }
     if (IDENT_START.test(c)) {
@@ -300,12 +359,157 @@ export function checkReadOnlyStatement(query: string): string {
   return statement;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The plan check of POST /database/analyze: what PostgreSQL itself resolved, not what the text
+// looks like. Every relation scanned must be this group's; every function called (in any
+// expression of any node, views and subqueries expanded) must be on the allowlist below.
+
+/** Built-in functions that compute on their arguments only: no files, settings, sessions, catalogs or statistics. */
+const HARMLESS_FUNCTIONS = new Set([
+  // aggregates and window functions
+  'count', 'sum', 'avg', 'min', 'max', 'string_agg', 'array_agg', 'json_agg', 'jsonb_agg', 'json_object_agg', 'jsonb_object_agg',
+  'bool_and', 'bool_or', 'every', 'bit_and', 'bit_or', 'stddev', 'stddev_pop', 'stddev_samp', 'variance', 'var_pop', 'var_samp',
+  'percentile_cont', 'percentile_disc', 'mode', 'corr', 'covar_pop', 'covar_samp', 'regr_slope', 'regr_intercept', 'regr_count', 'regr_r2',
+  'row_number', 'rank', 'dense_rank', 'percent_rank', 'cume_dist', 'ntile', 'lag', 'lead', 'first_value', 'last_value', 'nth_value',
+  // text
+  'lower', 'upper', 'initcap', 'length', 'char_length', 'character_length', 'octet_length', 'bit_length', 'substr', 'substring',
+  'position', 'strpos', 'trim', 'btrim', 'ltrim', 'rtrim', 'replace', 'translate', 'split_part', 'concat', 'concat_ws', 'left', 'right',
+  'reverse', 'md5', 'starts_with', 'regexp_replace', 'regexp_match', 'regexp_matches', 'regexp_split_to_array', 'regexp_split_to_table',
+  'regexp_like', 'regexp_count', 'regexp_substr', 'regexp_instr', 'format', 'quote_ident', 'quote_literal', 'quote_nullable', 'ascii', 'chr',
+  'to_hex', 'encode', 'decode', 'string_to_array', 'array_to_string', 'textlen', 'normalize', 'overlay',
+  // numbers
+  'abs', 'ceil', 'ceiling', 'floor', 'round', 'trunc', 'sqrt', 'cbrt', 'power', 'pow', 'mod', 'div', 'exp', 'ln', 'log', 'log10', 'sign',
+  'pi', 'random', 'width_bucket', 'gcd', 'lcm', 'degrees', 'radians',
+  // casts written as calls
+  'int2', 'int4', 'int8', 'float4', 'float8', 'numeric', 'text', 'varchar', 'bpchar', 'bool', 'date', 'time', 'timestamp', 'timestamptz',
+  'interval', 'json', 'jsonb', 'uuid',
+  // dates and times
+  'now', 'statement_timestamp', 'transaction_timestamp', 'clock_timestamp', 'date_trunc', 'date_part', 'date_bin', 'extract', 'age',
+  'to_char', 'to_date', 'to_timestamp', 'to_number', 'make_date', 'make_time', 'make_timestamp', 'make_timestamptz', 'make_interval',
+  'justify_days', 'justify_hours', 'justify_interval', 'isfinite', 'timezone',
+  // JSON
+  'jsonb_array_elements', 'jsonb_array_elements_text', 'json_array_elements', 'json_array_elements_text', 'jsonb_each', 'jsonb_each_text',
+  'json_each', 'json_each_text', 'jsonb_object_keys', 'json_object_keys', 'jsonb_array_length', 'json_array_length', 'jsonb_typeof',
+  'json_typeof', 'jsonb_extract_path', 'jsonb_extract_path_text', 'json_extract_path', 'json_extract_path_text', 'jsonb_build_object',
+  'jsonb_build_array', 'json_build_object', 'json_build_array', 'to_jsonb', 'to_json', 'row_to_json', 'array_to_json', 'jsonb_path_query',
+  'jsonb_path_query_array', 'jsonb_path_query_first', 'jsonb_path_exists', 'jsonb_path_match', 'jsonb_strip_nulls', 'json_strip_nulls',
+  'jsonb_pretty', 'jsonb_set', 'jsonb_insert', 'jsonb_object', 'jsonb_to_record', 'jsonb_to_recordset',
+  // full text search and trigrams
+  'to_tsvector', 'to_tsquery', 'plainto_tsquery', 'phraseto_tsquery', 'websearch_to_tsquery', 'ts_rank', 'ts_rank_cd', 'ts_headline',
+  'setweight', 'numnode', 'querytree', 'strip', 'tsvector_to_array', 'array_to_tsvector', 'ts_delete', 'ts_filter',
+  'similarity', 'word_similarity', 'strict_word_similarity', 'show_trgm',
+  // arrays, series, misc
+  'array_length', 'cardinality', 'unnest', 'array_position', 'array_positions', 'array_append', 'array_prepend', 'array_cat', 'array_remove',
+  'array_replace', 'array_lower', 'array_upper', 'array_ndims', 'array_dims', 'generate_subscripts', 'generate_series', 'coalesce', 'nullif',
+  'greatest', 'least', 'gen_random_uuid', 'num_nonnulls', 'num_nulls',
+]);
+/** Where harmless functions live; a function of any other schema is refused. */
+const FUNCTION_SCHEMAS = new Set(['', 'pg_catalog', 'extensions']);
+/** Types whose constants print another object's name (relations, schemas, roles, functions, types by OID). */
+const NAME_TYPES = new Set(['regclass', 'regnamespace', 'regproc', 'regprocedure', 'regoper', 'regoperator', 'regtype', 'regrole', 'regcollation']);
+/** Plan keys that hold names, not expressions. */
+const NAME_KEYS = new Set([
+  'Node Type', 'Relation Name', 'Schema', 'Alias', 'Index Name', 'CTE Name', 'Subplan Name', 'Function Name', 'Join Type', 'Strategy',
+  'Parent Relationship', 'Scan Direction', 'Sort Method', 'Sort Space Type', 'Partial Mode', 'Command', 'Operation', 'Sampling Method',
+]);
+const TYPE_WORDS = new Set(['varying', 'precision', 'with', 'without', 'time', 'zone']);
+
+const refusePlan = (message: string): never => {
+  throw new ValidationError(message, [{ path: 'query', message }]);
+};
+
+/** Checks one deparsed expression of a plan: functions it calls and name-typed constants. */
+function checkExpression(expr: string): void {
+  let toks: Token[];
+  try {
+    toks = tokenizeSql(expr);
+  } catch {
+    refusePlan('the plan has an expression analyze cannot check');
+  }
+  for (let i = 0; i < toks!.length; i++) {
+    const t = toks![i];
+    const next = toks![i + 1];
+    if (t.kind === 'op' && t.value === '::') {
+      // A cast: the type name (maybe qualified or several words) and its typmod are not calls.
+      let j = i + 1;
+      while (toks![j] && (toks![j].kind === 'word' || toks![j].kind === 'quoted' || (toks![j].kind === 'punct' && toks![j].value === '.'))) {
+        if (NAME_TYPES.has(toks![j].value)) refusePlan(`the query uses a ${toks![j].value} value, which names objects other groups may own: analyze does not allow it`);
+        j++;
+        if (!TYPE_WORDS.has(toks![j]?.value ?? '') && toks![j]?.value !== '.' && toks![j - 1].value !== '.') break;
+      }
+      if (toks![j]?.kind === 'punct' && toks![j].value === '(') {
+        let k = j + 1;
+        while (toks![k] && (toks![k].kind === 'number' || (toks![k].kind === 'punct' && toks![k].value === ','))) k++;
+        if (toks![k]?.kind === 'punct' && toks![k].value === ')') j = k + 1;
+      }
+      i = j - 1;
+      continue;
+    }
+    if ((t.kind === 'word' || t.kind === 'quoted') && next?.kind === 'punct' && next.value === '(') {
+      // PostgreSQL prints every function name in lower case or quoted: an unquoted word with a
+      // capital is SQL syntax (COALESCE, ANY, OVER, FILTER, EXTRACT, ROW, ARRAY...).
+      if (t.kind === 'word' && /[A-Z]/.test(expr.slice(t.pos, t.pos + t.value.length))) continue;
+      const qualified = toks![i - 1]?.kind === 'punct' && toks![i - 1].value === '.' && (toks![i - 2]?.kind === 'word' || toks![i - 2]?.kind === 'quoted');
+      checkFunction(qualified ? toks![i - 2].value : '', t.value);
+    }
+  }
+}
+
+function checkFunction(schema: string, name: string): void {
+  if (!FUNCTION_SCHEMAS.has(schema) || !HARMLESS_FUNCTIONS.has(name)) {
+    refusePlan(`function ${schema ? `${schema}.` : ''}${name}() is not allowed in analyze: only functions that compute on their arguments are (no files, settings, sessions, locks, catalogs or statistics)`);
+  }
+}
+
 /**
- * Any PostgreSQL error of the caller's statement (a SQLSTATE of any class, XX000 from
- * pg_describe_object included) is reported as 400; only an outage (08, 57P0x, 53300) is not.
+ * Refuses a plan (EXPLAIN (VERBOSE, FORMAT JSON), before anything ran) that scans a relation
+ * outside `schema` — a view's or a catalog's included, since plans show them expanded — or calls
+ * any function not on the allowlist, in any node.
  */
-function isCallerSqlError(code: string): boolean {
-  return /^[0-9A-Z]{5}$/.test(code) && !isDatabaseUnavailable({ code });
+export function checkPlan(plan: unknown, schema: string): void {
+  const foreign = new Set<string>();
+  const stack: unknown[] = [plan];
+  while (stack.length) {
+    const node = stack.pop();
+    if (typeof node === 'string') {
+      checkExpression(node);
+      continue;
+    }
+    if (Array.isArray(node)) {
+      stack.push(...node);
+      continue;
+    }
+    if (!node || typeof node !== 'object') continue;
+    const o = node as Record<string, unknown>;
+    if (typeof o['Relation Name'] === 'string' && o.Schema !== schema) foreign.add(`${String(o.Schema ?? '?')}.${o['Relation Name']}`);
+    if (typeof o['Function Name'] === 'string') checkFunction(String(o.Schema ?? ''), o['Function Name']);
+    if (typeof o['Sampling Method'] === 'string' && !['system', 'bernoulli'].includes(o['Sampling Method'])) checkFunction('', o['Sampling Method']);
+    for (const [k, v] of Object.entries(o)) {
+      if (NAME_KEYS.has(k)) continue;
+      if (typeof v === 'string' || (v && typeof v === 'object')) stack.push(v);
+    }
+  }
+  if (foreign.size) {
+    throw new ValidationError(`The query reads ${[...foreign].sort().join(', ')}, outside this group's schema "${schema}"`, [
+      { path: 'query', message: "may only read tables of this group's own schema" },
+    ]);
+  }
+}
+
+/**
+ * A PostgreSQL error of the caller's statement as a 400. Messages of data errors (class 22) lose
+ * their quoted values: the value may come from somewhere the caller could not read.
+ */
+function statementError(err: Error & { code: string }, timeoutMs: number): ValidationError {
+  const { code } = err;
+  let message: string;
+  if (code === '57014') message = `query exceeded the statement timeout of ${timeoutMs} ms`;
+  else if (code === '25006') message = 'query tried to write: analyze runs in a read-only transaction';
+  else if (code === '53100' || code === '53400' || code === '54000') message = 'query exceeded the temporary file or memory limit of analyze';
+  else if (code.startsWith('22')) message = `PostgreSQL refused the query: ${err.message.replace(/"(?:[^"]|"")*"/g, '"…"').replace(/:\s*[^:]*$/, (m) => (m.includes('"…"') ? m : ''))}`;
+  else if (['42', '0A', '25', '2F', '3F', '21', '44'].some((p) => code.startsWith(p))) message = `PostgreSQL refused the query: ${err.message}`;
+  else message = 'PostgreSQL refused the query';
+  return new ValidationError(message, [{ path: 'query', message: `${message} (SQLSTATE ${code})` }]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -681,17 +885,19 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
       const statement = checkReadOnlyStatement(b.query as string);
       let result;
       try {
-        result = await repo.explainUnsafe(statement, { analyze, timeoutMs: deps.analyzeTimeoutMs });
+        result = await deps.analyzer.explain(statement, {
+          analyze,
+          timeoutMs: deps.analyzeTimeoutMs,
+          workMemKb: ANALYZE_WORK_MEM_KB,
+          tempFileLimitKb: ANALYZE_TEMP_FILE_LIMIT_KB,
+          inspect: (plan) => checkPlan(plan, repo.schema),
+        });
       } catch (err) {
         const code = (err as { code?: unknown }).code;
-        if (typeof code !== 'string' || !isCallerSqlError(code)) throw err;
-        const message =
-          code === '57014'
-            ? `query exceeded the statement timeout of ${deps.analyzeTimeoutMs} ms`
-            : code === '25006'
-              ? 'query tried to write: analyze runs in a read-only transaction'
-              : `PostgreSQL refused the query: ${(err as Error).message}`;
-        throw new ValidationError(message, [{ path: 'query', message: `${message} (SQLSTATE ${code})` }]);
+        // Any SQLSTATE of the caller's statement (XX000 from pg_describe_object included) is a 400;
+        // an outage (08, 57P0x, 53300) or a driver error is not.
+        if (err instanceof ValidationError || typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || isDatabaseUnavailable(err)) throw err;
+        throw statementError(err as Error & { code: string }, deps.analyzeTimeoutMs);
       }
       return {
         schema: repo.schema,
@@ -700,7 +906,8 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
         statement_timeout_ms: deps.analyzeTimeoutMs,
         search_path: result.search_path,
         note:
-          'Run in a rolled-back READ ONLY transaction. Unqualified names resolve in this instance\'s schema; a plan that reads a table of any other schema is refused.' +
+          `Run as ${deps.analyzer.restricted ? 'a role that may only read this group\'s tables' : 'the server\'s own database user'}, on a connection opened for this call and closed after it, in a rolled-back READ ONLY transaction. ` +
+          "Unqualified names resolve in this instance's schema; a plan that reads a relation outside it or calls a function off the allowlist is refused before it runs." +
           (analyze ? ' With analyze the statement was executed to measure it.' : ' The statement was planned, not executed.'),
         plan: result.plan,
       };

@@ -7,6 +7,7 @@ import { adminSql, createTestSchema, databaseUrl } from '../helpers/db.js';
 import { createSql } from '../../src/db/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { createIntrospectionRepo } from '../../src/db/introspection-repo.js';
+import { createAnalyzeRepo } from '../../src/db/analyze-repo.js';
 import { createDatabaseService } from '../../src/services/database-service.js';
 import { internalCtx } from '../../src/services/context.js';
 import { seedKnown } from './seed.js';
@@ -151,7 +152,12 @@ describe('long-running queries of this application', () => {
     const other = adminSql();
     const sibling = createSql({ url: databaseUrl(), schema: t.schema, max: 1 });
     try {
-      const service = createDatabaseService({ repo: createIntrospectionRepo(t.sql, t.schema), analyzeTimeoutMs: 1000, longRunningS: 0.3 });
+      const service = createDatabaseService({
+        repo: createIntrospectionRepo(t.sql, t.schema),
+        analyzer: createAnalyzeRepo({ url: databaseUrl(), schema: t.schema }),
+        analyzeTimeoutMs: 1000,
+        longRunningS: 0.3,
+      });
       // postgres.js sends a query when it is awaited or executed: start both now; they run until cancelled.
       // Ours runs on a connection of its own with the pool's application_name: on the service's
       // pool, postgres.js could queue one of the health queries behind it.

@@ -1,6 +1,7 @@
 // Every database and analytics route on a schema with known content (tests/database/seed.ts).
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { adminSql } from '../helpers/db.js';
+import { createAnalyzeRepo } from '../../src/db/analyze-repo.js';
+import { adminSql, databaseUrl } from '../helpers/db.js';
 import { RO_KEY, startTestServer, type TestServer } from '../helpers/server.js';
 import { dayOf, monthOf, seedKnown, type Seeded } from './seed.js';
 
@@ -163,7 +164,7 @@ describe('POST /database/analyze', () => {
     const r = await analyze({ query: `select uuid, subject from vcons where uuid = '${seed.uuids[0]}'` });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data).toMatchObject({ analyzed: false, read_only: true, schema: s.schema });
-    expect(r.body.data.note).toMatch(/any other schema is refused/);
+    expect(r.body.data.note).toMatch(/reads a relation outside it or calls a function off the allowlist is refused/);
     const plan = r.body.data.plan[0].Plan;
     expect(JSON.stringify(plan)).toContain('"Relation Name":"vcons"');
     expect(plan['Actual Rows']).toBeUndefined();
@@ -221,7 +222,12 @@ describe('POST /database/analyze', () => {
     }
     const r = await analyze({ query: 'select sneaky()', analyze: true });
     expect(r.status).toBe(400);
-    expect(r.body.message).toMatch(/read-only transaction/);
+    expect(r.body.message).toMatch(/function sneaky\(\) is not allowed in analyze/);
+    // Past the plan check (which refuses it first), PostgreSQL itself refuses the write.
+    const analyzer = createAnalyzeRepo({ url: databaseUrl(), schema: s.schema });
+    await expect(
+      analyzer.explain('select sneaky()', { analyze: true, timeoutMs: 5_000, workMemKb: 1024, tempFileLimitKb: 1024, inspect: () => undefined }),
+    ).rejects.toMatchObject({ code: '25006' });
     expect((await ok('/analytics/tags')).keys.map((k: any) => k.key)).not.toContain('sneaky');
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkReadOnlyStatement, prettyBytes, tokenizeSql } from '../../src/services/database-service.js';
+import { checkReadOnlyStatement, decodeUnicodeEscapes, prettyBytes, tokenizeSql } from '../../src/services/database-service.js';
 import { ValidationError } from '../../src/domain/errors.js';
 
 const refused = (q: string): string => {
@@ -85,6 +85,17 @@ describe('read-only statement check of POST /database/analyze', () => {
     ]) {
       expect(refused(q)).toMatch(/is not allowed in analyze/);
     }
+  });
+
+  it('decodes U& identifiers as PostgreSQL does before judging them', () => {
+    expect(refused(`select U&"\\0071uery_to_xml"('select 1', true, false, '')`)).toMatch(/query_to_xml\(\) is not allowed/);
+    expect(refused(`select u&"\\0070g_read_file"('/etc/hostname')`)).toMatch(/pg_read_file\(\) is not allowed/);
+    expect(refused(`select U&"!0070g_sleep" UESCAPE '!'(1)`)).toMatch(/pg_sleep\(\) is not allowed/);
+    expect(refused(`select U&"\\+000070g_ls_dir"('.')`)).toMatch(/pg_ls_dir\(\) is not allowed/);
+    expect(refused(`select U&"\\zz"`)).toMatch(/invalid Unicode escape/);
+    expect(tokenizeSql(`select U&"d\\0061t\\+000061" from t`).map((t) => t.value)).toEqual(['select', 'data', 'from', 't']);
+    expect(decodeUnicodeEscapes('a\\\\b\\00e9', '\\')).toBe('a\\bé');
+    expect(checkReadOnlyStatement(`select U&'\\0041' as "U&x"`)).toBe(`select U&'\\0041' as "U&x"`);
   });
 
   it('refuses unterminated literals and comments rather than guessing', () => {

@@ -21,7 +21,9 @@ const childEnv = (pid: number) =>
 describe('per-group roles by default', () => {
   let ws: Workspace;
   beforeAll(() => {
-    ws = createWorkspace(['ra', 'rb']);
+    // Labels unique to this run: other checkouts may run the same test on the same server.
+    const tag = randomBytes(4).toString('hex');
+    ws = createWorkspace(['ra', 'rb'], { ra: { VCON_INSTANCE_LABEL: `label-ra-${tag}` }, rb: { VCON_INSTANCE_LABEL: `label-rb-${tag}` } });
   });
   afterAll(async () => {
     await ws.run(['stop', '--all']);
@@ -46,7 +48,8 @@ describe('per-group roles by default', () => {
         const [role] = await admin`select rolsuper, rolcreaterole, rolcreatedb, rolreplication from pg_roles where rolname = ${s.role}`;
         expect(role).toEqual({ rolsuper: false, rolcreaterole: false, rolcreatedb: false, rolreplication: false });
         // Every connection the group's server holds is its role's.
-        const users = await admin<{ u: string }[]>`select distinct usename as u from pg_stat_activity where application_name = ${`vcon-label-${s.group}`}`;
+        const label = readFileSync(path.join(ws.envDir, `${s.group}.env`), 'utf8').match(/^VCON_INSTANCE_LABEL=(.*)$/m)![1];
+        const users = await admin<{ u: string }[]>`select distinct usename as u from pg_stat_activity where application_name = ${`vcon-${label}`}`;
         expect(users.map((u) => u.u)).toEqual([s.role]);
       }
     } finally {
