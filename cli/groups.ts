@@ -25,8 +25,8 @@ export interface GroupSpec {
   databaseKey: string;
   /** For people and the registry: user@host:port/db, never the password. */
   databaseLabel: string;
-  /** Variables in the files that the server does not read (likely typos). */
-  unknownVariables: string[];
+  /** Valid but probably not what the operator meant (unknown variables, no API key, …). */
+  warnings: string[];
 }
 
 export interface GroupProblem {
@@ -91,19 +91,24 @@ export function loadGroup(name: string, envDir: string, launcher: Pick<LauncherE
   delete env.ENV_FILE;
   if (!env.SUPABASE_DB_SCHEMA?.trim()) env.SUPABASE_DB_SCHEMA = name;
   if (!env.VCON_INSTANCE_LABEL?.trim()) env.VCON_INSTANCE_LABEL = name;
+  const fileTransport = env.MCP_TRANSPORT?.trim().toLowerCase();
+  // The launcher serves every group over HTTP, but a transport the server itself would refuse is
+  // still a mistake in the file: judge the file's value with the server's own rule first.
+  const transport = EnvSchema.shape.MCP_TRANSPORT.safeParse(env.MCP_TRANSPORT);
+  const problems = transport.success ? [] : transport.error.issues.map((i) => `MCP_TRANSPORT: ${i.message}`);
   env.MCP_TRANSPORT = 'http';
   if (!env.MCP_HTTP_PORT?.trim()) env.MCP_HTTP_PORT = '0';
   if (!env.DATABASE_URL?.trim() && !env.SUPABASE_DB_URL?.trim() && launcher.databaseUrl) env.DATABASE_URL = launcher.databaseUrl;
-  let config: Config;
+  let config: Config | undefined;
   try {
     config = parseConfig(env);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      throw new GroupConfigError([{ subject: envFile, messages: err.problems.map((p) => `${p.variable}: ${p.message}`) }]);
-    }
-    throw err;
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems.map((p) => `${p.variable}: ${p.message}`));
   }
+  if (!config || problems.length) throw new GroupConfigError([{ subject: envFile, messages: problems }]);
   const databaseUrl = config.db.url;
+  const unknownVariables = Object.keys(fileEnv).filter((k) => !KNOWN_VARIABLES.has(k));
   const db = databaseUrl
     ? describeDatabase(databaseUrl)
     : { key: `embedded:${config.dataDir}`, label: 'embedded' };
@@ -115,7 +120,13 @@ export function loadGroup(name: string, envDir: string, launcher: Pick<LauncherE
     databaseUrl,
     databaseKey: db.key,
     databaseLabel: db.label,
-    unknownVariables: Object.keys(fileEnv).filter((k) => !KNOWN_VARIABLES.has(k)),
+    warnings: [
+      ...unknownVariables.map((v) => `${v} is not a variable the server reads (typo?)`),
+      ...(fileTransport === 'stdio' ? ['MCP_TRANSPORT=stdio is ignored: the launcher serves every group over HTTP (MCP at <URL>/mcp)'] : []),
+      ...(config.auth.required && !config.auth.keys.length && !config.auth.readOnlyKeys.length
+        ? ['API_KEYS is empty and API_AUTH_REQUIRED is on: every route that needs a key will answer 503 auth_not_configured']
+        : []),
+    ],
   };
 }
 

@@ -58,7 +58,7 @@ export async function checkEnvDir(envDir: string, launcher: Pick<LauncherEnviron
         subject: spec.envFile,
         ok: true,
         problems: [],
-        warnings: [...spec.unknownVariables.map((v) => `${v} is not a variable the server reads (typo?)`), ...(identity?.warning ? [identity.warning] : [])],
+        warnings: [...spec.warnings, ...(identity?.warning ? [identity.warning] : [])],
         summary:
           f === EXAMPLE_FILE
             ? 'documentation (not a group); its values are valid'
@@ -181,6 +181,16 @@ export function formatCheck(results: CheckResult[]): string {
     .join('\n');
 }
 
+/** The last line of `check`: problems and warnings counted one by one, not by file. */
+export function formatVerdict(results: CheckResult[]): string {
+  const problems = results.reduce((n, r) => n + r.problems.length, 0);
+  const warnings = results.reduce((n, r) => n + r.warnings.length, 0);
+  const warned = warnings ? `, ${warnings} warning(s)` : '';
+  if (!problems) return `all ${results.length} file(s) valid${warned}`;
+  const failed = results.filter((r) => !r.ok).length;
+  return `${problems} problem(s) in ${failed} file(s) or group set(s)${warned}`;
+}
+
 /** Wires `vcon-launch check`. */
 export function registerCheck(program: Command): void {
   const cmd = program.command('check').description('validate every env file without starting anything');
@@ -191,9 +201,12 @@ export function registerCheck(program: Command): void {
     const results = await checkEnvDir(envDir, launcher);
     if (!results.length) throw new UserError(`no .env files in ${envDir}`);
     const budget = await checkBudget(envDir, launcher);
-    process.stdout.write(formatCheck([...results, ...budget]) + '\n');
-    const failed = [...results, ...budget].filter((r) => !r.ok).length;
-    process.stdout.write(failed ? `${failed} problem(s) found\n` : `all ${results.length} file(s) valid; the groups fit the connection budget\n`);
+    const all = [...results, ...budget];
+    process.stdout.write(formatCheck(all) + '
+');
+    const failed = all.some((r) => !r.ok);
+    process.stdout.write((failed ? formatVerdict(all) : `${formatVerdict(results)}; the groups fit the connection budget`) + '
+');
     process.exitCode = failed ? 1 : 0;
   });
 }

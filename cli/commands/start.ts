@@ -107,6 +107,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
   const replicasFlag = parseReplicas(opts.replicas);
   checkAgainstRunning(specs, registry);
+  for (const s of specs) for (const w of s.warnings) note(`group ${s.name}: warning: ${w}`);
 
   const t0 = Date.now();
   const databases = await openDatabases(specs);

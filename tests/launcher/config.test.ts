@@ -64,8 +64,30 @@ describe('env validation', () => {
     expect(r.stdout).toMatch(/typo\.env[^\n]*\n\s+warning: MCP_HTTP_PROT is not a variable the server reads/);
   });
 
+  test('an unknown MCP_TRANSPORT stops start and fails check, as it stops the server', async () => {
+    ws.writeEnv('pigeon', { SUPABASE_DB_SCHEMA: 'l_pigeon_x', MCP_TRANSPORT: 'carrier-pigeon', MCP_HTTP_PORT: '70000' });
+    const r = await ws.run(['start', '--group', 'pigeon', '--detach']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/pigeon\.env:\n\s+- MCP_TRANSPORT: must be stdio or http\n\s+- MCP_HTTP_PORT: must be between/);
+    expect(existsSync(ws.instancesDir)).toBe(false);
+    const c = await ws.run(['check']);
+    expect(c.exitCode).toBe(1);
+    expect(c.stdout).toMatch(/FAIL\s+\S*pigeon\.env\n\s+- MCP_TRANSPORT: must be stdio or http/);
+  });
+
+  test('check counts problems, not files, and warns about a group without API keys', async () => {
+    ws.writeEnv('nokeys', { SUPABASE_DB_SCHEMA: 'l_nokeys_x', API_KEYS: '' });
+    ws.writeEnv('stdio', { SUPABASE_DB_SCHEMA: 'l_stdio_x', MCP_TRANSPORT: 'stdio' });
+    const r = await ws.run(['check']);
+    expect(r.stdout).toMatch(/ok\s+\S*nokeys\.env[^\n]*\n\s+warning: API_KEYS is empty .* 503 auth_not_configured/);
+    expect(r.stdout).toMatch(/ok\s+\S*stdio\.env[^\n]*\n\s+warning: MCP_TRANSPORT=stdio is ignored/);
+    // badport 1, badschema 1, pigeon 2, twin collision 1, port collision 1: six problems in five subjects.
+    expect(r.stdout).toMatch(/^6 problem\(s\) in 5 file\(s\) or group set\(s\), 3 warning\(s\)$/m);
+    for (const f of ['nokeys', 'stdio', 'pigeon']) ws.writeEnv(f, { SUPABASE_DB_SCHEMA: `l_${f}_ok` });
+  });
+
   test('check passes on a clean directory', async () => {
-    for (const f of ['badport', 'badschema', 'twin', 'p1', 'p2', 'typo']) ws.writeEnv(f, { SUPABASE_DB_SCHEMA: `l_${f}_ok` });
+    for (const f of ['badport', 'badschema', 'twin', 'p1', 'p2', 'typo', 'nokeys', 'stdio', 'pigeon']) ws.writeEnv(f, { SUPABASE_DB_SCHEMA: `l_${f}_ok` });
     const r = await ws.run(['check']);
     expect(r.exitCode, r.stdout).toBe(0);
     expect(r.stdout).toContain('file(s) valid');
