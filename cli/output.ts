@@ -9,6 +9,15 @@ export function formatTable(header: string[], rows: (string | number | null | un
     .join('\n');
 }
 
+/**
+ * A launcher command as an operator can paste it: through npx (the bin is not on PATH in a clone),
+ * and with --instances-dir when this run used another registry than the default.
+ */
+export function commandHint(args: string, instancesDir?: string): string {
+  const dirFlag = instancesDir && instancesDir !== 'instances' ? ` --instances-dir ${JSON.stringify(instancesDir)}` : '';
+  return `npx vcon-launch ${args}${dirFlag}`;
+}
+
 /** A line for people on stderr, tagged so it stands out among children's log lines. */
 export function note(message: string): void {
   process.stderr.write(`vcon-launch: ${message}\n`);

@@ -258,7 +258,7 @@ function waitForStart(): Promise<Record<string, string | undefined>> {
 }
 
 /** The bin: load config, start, report readiness over IPC, stop gracefully on signals. */
-async function runMain(): Promise<void> {
+export async function runMain(): Promise<void> {
   const standbyEnv = process.argv.includes('--standby') && process.send ? await waitForStart() : undefined;
   let config: Config;
   try {

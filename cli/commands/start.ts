@@ -6,7 +6,7 @@ import { readLauncherEnvironment, type LauncherEnvironment } from '../environmen
 import { UserError } from '../errors.js';
 import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../groups.js';
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
-import { formatTable, note } from '../output.js';
+import { commandHint, formatTable, note } from '../output.js';
 import { createCredentialStore } from '../credentials.js';
 import { createRegistry, type Registry } from '../registry.js';
 import { prepareIdentities, type GroupIdentity } from '../roles.js';
@@ -45,13 +45,13 @@ function replicaEnv(env: Record<string, string>, spec: GroupSpec, replica: numbe
 const userOf = (label: string) => label.replace(/^[^@]*@/, '');
 
 /** Refuses groups that are already running, or whose schema a running group already uses. */
-function checkAgainstRunning(specs: GroupSpec[], registry: Registry): void {
+function checkAgainstRunning(specs: GroupSpec[], registry: Registry, instancesDir: string): void {
   const { live } = registry.list();
   const problems: string[] = [];
   for (const s of specs) {
     const same = live.find((e) => e.group === s.name);
     if (same) {
-      problems.push(`group ${s.name} is already running (pid ${same.pid} at ${same.url}); stop it first: vcon-launch stop --group ${s.name}`);
+      problems.push(`group ${s.name} is already running (pid ${same.pid} at ${same.url}); stop it first: ${commandHint(`stop --group ${s.name}`, instancesDir)}`);
       continue;
     }
     const clash = live.find((e) => e.schema === s.config.db.schema && userOf(e.database) === userOf(s.databaseLabel));
@@ -106,7 +106,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   const registry = createRegistry(resolveDir(opts.instancesDir));
   const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
   const replicasFlag = parseReplicas(opts.replicas);
-  checkAgainstRunning(specs, registry);
+  checkAgainstRunning(specs, registry, opts.instancesDir);
   for (const s of specs) for (const w of s.warnings) note(`group ${s.name}: warning: ${w}`);
 
   const t0 = Date.now();
@@ -204,7 +204,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
     for (const c of started) c.release();
     // The children joined the embedded cluster themselves; leaving it does not stop it.
     await databases.release();
-    note(`detached; registry in ${registry.dir}; stop with: vcon-launch stop --all`);
+    note(`detached; registry in ${registry.dir}; stop with: ${commandHint('stop --all', opts.instancesDir)}`);
     return 0;
   }
 

@@ -15,6 +15,7 @@ const FIXTURE = {
 
 describe('vcon-launch start --detach / status / stop', () => {
   let ws: Workspace;
+  let startNotes = '';
   beforeAll(() => {
     ws = createWorkspace(['one', 'two']);
   });
@@ -26,6 +27,7 @@ describe('vcon-launch start --detach / status / stop', () => {
     const t0 = Date.now();
     const r = await ws.run(['start', '--all', '--detach']);
     expect(r.exitCode, r.stderr).toBe(0);
+    startNotes = r.stderr;
     expect(Date.now() - t0).toBeLessThan(20_000);
     expect(r.stdout).toMatch(/GROUP\s+LABEL\s+SCHEMA\s+ROLE\s+URL\s+PID/);
     const reg = ws.registry();
@@ -42,6 +44,7 @@ describe('vcon-launch start --detach / status / stop', () => {
     const r = await ws.run(['start', '--group', 'one', '--detach']);
     expect(r.exitCode).not.toBe(0);
     expect(r.stderr).toContain('group one is already running');
+    expect(r.stderr).toContain('stop it first: npx vcon-launch stop --group one');
   });
 
   test('status --json lists both with live health; a stale entry is detected and removed', async () => {
@@ -87,7 +90,10 @@ describe('vcon-launch start --detach / status / stop', () => {
     expect(one.stdout).toMatch(/one: stopped \(pid \d+\)/);
     expect(isAlive(reg.one.pid)).toBe(false);
     expect(isAlive(reg.two.pid)).toBe(true);
-    const all = await ws.run(['stop', '--all']);
+    // The detach hint, run as printed (npx resolves the project's bin: see npx.test.ts).
+    const hint = /stop with: (.*)$/m.exec(startNotes)?.[1] ?? '';
+    expect(hint).toBe('npx vcon-launch stop --all');
+    const all = await ws.run(hint.split(' ').slice(2));
     expect(all.stdout).toMatch(/two: stopped/);
     expect(isAlive(reg.two.pid)).toBe(false);
     expect(ws.registry()).toEqual({});
