@@ -43,6 +43,8 @@ export interface Registry {
   get(group: string): RegistryEntry | undefined;
   /** Live entries sorted by group and replica; stale ones (dead pid) are removed and returned apart. */
   list(): { live: RegistryEntry[]; stale: RegistryEntry[] };
+  /** The port an instance (by its key) last served on, kept in <key>.port after its entry is removed. */
+  lastPort(key: string): number | undefined;
 }
 
 /**
@@ -76,6 +78,7 @@ function isOurChild(pid: number): boolean {
 /** A registry rooted at `dir` (created on first write). */
 export function createRegistry(dir: string): Registry {
   const fileOf = (key: string) => path.join(dir, `${key}.json`);
+  const portFileOf = (key: string) => path.join(dir, `${key}.port`);
   const readAll = (): RegistryEntry[] => {
     let files: string[];
     try {
@@ -103,6 +106,15 @@ export function createRegistry(dir: string): Registry {
       const tmp = `${file}.${process.pid}.tmp`;
       writeFileSync(tmp, JSON.stringify(entry, null, 2) + '\n');
       renameSync(tmp, file);
+      writeFileSync(portFileOf(instanceKey(entry)), `${entry.port}\n`);
+    },
+    lastPort(key) {
+      try {
+        const port = Number(readFileSync(portFileOf(key), 'utf8').trim());
+        return Number.isInteger(port) && port > 0 && port < 65_536 ? port : undefined;
+      } catch {
+        return undefined;
+      }
     },
     remove(key) {
       rmSync(fileOf(key), { force: true });

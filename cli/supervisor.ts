@@ -3,6 +3,7 @@
 import { spawnChild, spawnStandby, type Child, type ExitInfo, type Standby } from './child.js';
 import type { GroupSpec } from './groups.js';
 import { note } from './output.js';
+import { spawnKeepingPort } from './ports.js';
 import { instanceKey, type Registry, type RegistryEntry } from './registry.js';
 
 /** Restart delays: the first is immediate, so a one-off crash costs only a server start (~1 s). */
@@ -95,7 +96,13 @@ export function createSupervisor(
   const done = new Promise<void>((r) => (resolveDone = r));
   const finish = (slot: Slot) => {
     pending.delete(slot);
-    if (pending.size === 0) resolveDone();
+    if (pending.size > 0) return;
+    // Nothing left to supervise (every group was stopped, here or with `vcon-launch stop`): the
+    // warm standby would otherwise keep this process, and the terminal, waiting for nothing.
+    shuttingDown = true;
+    const sb = takeStandby();
+    if (sb) void sb.dispose().finally(resolveDone);
+    else resolveDone();
   };
 
   const watch = (slot: Slot, child: Child, attempt: number) => {
@@ -131,7 +138,10 @@ export function createSupervisor(
     try {
       const sb = takeStandby();
       const opts = { env: slot.env, onLine: deps.prefix(slotKey(slot)) };
-      const child = sb ? await sb.activate(slot.spec, opts) : await spawnChild(slot.spec, opts);
+      // Back on the port it had, so the URL clients were given stays true.
+      const child = await spawnKeepingPort(slot.spec, opts, deps.registry.lastPort(slotKey(slot)), (o) =>
+        sb ? sb.activate(slot.spec, o) : spawnChild(slot.spec, o),
+      );
       refillStandby();
       if (shuttingDown) {
         await child.stop();

@@ -8,6 +8,7 @@ import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../gro
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { commandHint, formatTable, note } from '../output.js';
 import { createCredentialStore } from '../credentials.js';
+import { spawnKeepingPort } from '../ports.js';
 import { createRegistry, type Registry } from '../registry.js';
 import { prepareIdentities, type GroupIdentity } from '../roles.js';
 import { createLinePrefixer, createSupervisor, entryOf, slotKey, type Slot } from '../supervisor.js';
@@ -146,13 +147,9 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   const results = await Promise.allSettled(
     slots.map(async (slot) => {
       const logFile = opts.detach ? path.join(registry.dir, `${slotKey(slot)}.log`) : undefined;
-      const child = await spawnChild(slot.spec, {
-        env: slot.env,
-        detached: opts.detach,
-        logFile,
-        onLine: opts.detach ? undefined : prefix(slotKey(slot)),
-        timeoutMs: opts.timeoutMs,
-      });
+      const spawnOpts = { env: slot.env, detached: opts.detach, logFile, onLine: opts.detach ? undefined : prefix(slotKey(slot)), timeoutMs: opts.timeoutMs };
+      // The port this instance had last time, when it is free: the URL an operator copied stays true.
+      const child = await spawnKeepingPort(slot.spec, spawnOpts, registry.lastPort(slotKey(slot)), (o) => spawnChild(slot.spec, o));
       started.push(child);
       slot.child = child;
       registry.write(entryOf(slot, child, { supervisorPid: opts.detach ? null : process.pid, logFile: logFile ?? null }));

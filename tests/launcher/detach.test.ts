@@ -1,6 +1,7 @@
 // --detach, status --json, import into a running group, stop; stale registry entries; and the
 // all-or-nothing start when one group cannot come up.
 import { writeFileSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { api, createWorkspace, isAlive, serverPidsForSchema, type Workspace } from './helpers.js';
@@ -16,6 +17,7 @@ const FIXTURE = {
 describe('vcon-launch start --detach / status / stop', () => {
   let ws: Workspace;
   let startNotes = '';
+  let lastPorts: Record<string, number> = {};
   beforeAll(() => {
     ws = createWorkspace(['one', 'two']);
   });
@@ -85,6 +87,7 @@ describe('vcon-launch start --detach / status / stop', () => {
 
   test('stop --group, then stop --all, stops gracefully and cleans the registry', async () => {
     const reg = ws.registry();
+    lastPorts = { one: reg.one.port, two: reg.two.port };
     const one = await ws.run(['stop', '--group', 'one']);
     expect(one.exitCode, one.stderr).toBe(0);
     expect(one.stdout).toMatch(/one: stopped \(pid \d+\)/);
@@ -99,6 +102,27 @@ describe('vcon-launch start --detach / status / stop', () => {
     expect(ws.registry()).toEqual({});
     const st = await ws.run(['status', '--json']);
     expect(JSON.parse(st.stdout)).toEqual([]);
+  });
+
+  test('start after stop brings a group back on its previous port while that port is free', async () => {
+    const again = await ws.run(['start', '--group', 'one', '--detach']);
+    expect(again.exitCode, again.stderr).toBe(0);
+    const first = ws.registry().one;
+    expect(first.port).toBe(lastPorts.one);
+    expect(again.stdout).toContain(first.url);
+    expect((await ws.run(['stop', '--group', 'one'])).exitCode).toBe(0);
+    // Someone else took the port meanwhile: the group starts anyway, on another free port.
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(first.port, '127.0.0.1', resolve));
+    try {
+      const moved = await ws.run(['start', '--group', 'one', '--detach']);
+      expect(moved.exitCode, moved.stderr).toBe(0);
+      expect(ws.registry().one.port).not.toBe(first.port);
+      expect((await api(`${ws.registry().one.url}/api/v1`, '/health')).status).toBe(200);
+    } finally {
+      squatter.close();
+      await ws.run(['stop', '--all']);
+    }
   });
 
   test('when one group cannot start, --detach exits non-zero and leaves nothing running', async () => {

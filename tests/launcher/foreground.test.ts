@@ -113,6 +113,9 @@ describe('vcon-launch start (foreground)', () => {
     probing = false;
     await probe;
     expect(after.pid).not.toBe(before.alpha.pid);
+    // Same URL as before the crash: clients configured with it keep working.
+    expect(after.port).toBe(before.alpha.port);
+    expect(after.url).toBe(before.alpha.url);
     expect(isAlive(before.beta.pid)).toBe(true);
     expect(betaFailures).toBe(0);
     expect(stderr).toMatch(/group alpha crashed: pid \d+ was killed by SIGKILL; restarting/);
@@ -132,4 +135,37 @@ describe('vcon-launch start (foreground)', () => {
     expect(ws.registry()).toEqual({});
     expect(stderr).toContain('all groups stopped');
   }, 30_000);
+});
+
+describe('a foreground supervisor whose groups are stopped from elsewhere', () => {
+  let ws: Workspace;
+  afterAll(async () => {
+    await ws?.cleanup();
+  });
+
+  test('exits once `vcon-launch stop` has stopped its only group, standby included', async () => {
+    ws = createWorkspace(['solo']);
+    const launcher = execa(process.execPath, [CLI, 'start', '--group', 'solo'], { cwd: ws.dir, env: cliEnv(), extendEnv: false, reject: false, buffer: false });
+    let stderr = '';
+    launcher.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    try {
+      await waitFor(() => stderr.includes('supervising'), 30_000);
+      const entry = ws.registry().solo;
+      // The group's child and the warm standby.
+      const children = await waitFor(() => {
+        const pids = childPidsOf(launcher.pid!);
+        return pids.length === 2 ? pids : undefined;
+      });
+      expect(children).toContain(entry.pid);
+      const stop = await ws.run(['stop', '--group', 'solo']);
+      expect(stop.stdout).toMatch(/solo: stopped/);
+      const r = await launcher;
+      expect(r.exitCode).toBe(0);
+      expect(stderr).toContain('group solo stopped');
+      expect(stderr).toContain('all groups stopped');
+      for (const pid of children) expect(isAlive(pid)).toBe(false);
+    } finally {
+      if (launcher.exitCode === null) launcher.kill('SIGKILL');
+    }
+  }, 60_000);
 });
