@@ -115,7 +115,7 @@ export const isAlive = (pid: number) => {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls until fn returns a truthy value or the time is up. */
-export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 20_000, everyMs = 50): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
