@@ -36,7 +36,8 @@ async function oneRound(): Promise<Round> {
     // A fresh npm cache for npx, so a copy installed there would show; nothing else of the caller's
     // environment that could point the demo elsewhere.
     const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmp, npm_config_cache: npxCache, npm_config_update_notifier: 'false' };
-    const launcher = execa('npx', ['vcon-launch', 'start', '--group', 'demo'], { cwd: repo, env, extendEnv: false, reject: false, buffer: false });
+    // In its own process group, so the stop below reaches npx and the launcher alike, like Ctrl-C.
+    const launcher = execa('npx', ['vcon-launch', 'start', '--group', 'demo'], { cwd: repo, env, extendEnv: false, reject: false, buffer: false, detached: true });
     let out = '';
     let err = '';
     const table = new Promise<number>((resolve, reject) => {
@@ -51,7 +52,7 @@ async function oneRound(): Promise<Round> {
     const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1];
     const health = await fetch(`${url}/api/v1/health`);
     const buildTime = (JSON.parse(built) as { build_time: string }).build_time;
-    launcher.kill('SIGTERM');
+    process.kill(-launcher.pid!, 'SIGINT');
     await launcher;
     return {
       npm_ci_s: Math.round((ciDone - ci0) / 100) / 10,
