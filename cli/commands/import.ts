@@ -9,11 +9,11 @@ import { readLauncherEnvironment, type LauncherEnvironment } from '../environmen
 import { UserError } from '../errors.js';
 import { loadGroup, resolveDir, type GroupSpec } from '../groups.js';
 import { addEnvDirFlag, addInstancesDirFlag } from '../options.js';
+import { BATCH_MAX, DUPLICATE_IN_BATCH, type BatchItem } from '../../src/domain/responses.js';
+import { classifyVcon } from '../../src/domain/vcon.js';
+import { contentUuid } from '../content-uuid.js';
 import { note } from '../output.js';
 import { createRegistry } from '../registry.js';
-
-/** POST /vcons/batch accepts at most this many vCons (API.md). */
-const BATCH_MAX = 100;
 /** Stay well under the default 20 MB body limit even with large inline recordings. */
 const BATCH_BYTES = 8 * 1024 * 1024;
 
@@ -21,15 +21,29 @@ const BATCH_BYTES = 8 * 1024 * 1024;
 interface Item {
   source: string;
   json: string;
+  /** Its uuid as the server will see it (in the file, or derived from its content); undefined when unreadable. */
+  uuid?: string;
+  /** The uuid was derived from the content (the file has none). */
+  derived?: boolean;
 }
 
 /** The fate of one file (or array element). */
 export interface ImportOutcome {
   source: string;
-  outcome: 'stored' | 'replaced' | 'rejected';
+  /** skipped: another file of this import has the same uuid and came later, so it is the one stored. */
+  outcome: 'stored' | 'replaced' | 'rejected' | 'skipped';
   uuid?: string;
-  /** For a rejection: the error code and message, with the first details. */
+  /** For a rejection: the error code and message, with the first details; for a skip, the file kept. */
   reason?: string;
+}
+
+/** Files of one import that share a uuid: only the last in path order is sent. */
+export interface UuidCollision {
+  uuid: string;
+  /** Every file with this uuid, in path order. */
+  sources: string[];
+  /** The one sent (the last). */
+  kept: string;
 }
 
 /** What `vcon-launch import` did. */
@@ -39,6 +53,11 @@ export interface ImportReport {
   stored: number;
   replaced: number;
   rejected: number;
+  /** Files not sent because a later file of this import has the same uuid. */
+  skipped: number;
+  /** vCons without a uuid that got their content-derived one. */
+  derived_uuids: number;
+  collisions: UuidCollision[];
   seconds: number;
   outcomes: ImportOutcome[];
   /** The running instance used, or "temporary" when the launcher started one. */
@@ -74,8 +93,46 @@ function readItems(file: string, rejected: ImportOutcome[]): Item[] {
     return [];
   }
   // A file may hold one vCon or an array of them (an export).
-  if (Array.isArray(doc)) return doc.map((v, i) => ({ source: `${file}[${i}]`, json: JSON.stringify(v) }));
-  return [{ source: file, json: JSON.stringify(doc) }];
+  if (Array.isArray(doc)) return doc.map((v, i) => identify(`${file}[${i}]`, v));
+  return [identify(file, doc)];
+}
+
+/**
+ * Finds the uuid the server will file a vCon under, by the server's own rules. A plain vCon
+ * without one gets the name-based uuid of its canonical JSON, put first as the server would put
+ * its own: importing the same file again then replaces it. A signed or encrypted form without a
+ * uuid in its header is opaque and sent as it is (the server gives it a new uuid each time).
+ */
+function identify(source: string, vcon: unknown): Item {
+  let c;
+  try {
+    c = classifyVcon(vcon);
+  } catch {
+    return { source, json: JSON.stringify(vcon) }; // the server says what is wrong with it
+  }
+  if (c.uuid) return { source, json: JSON.stringify(vcon), uuid: c.uuid };
+  if (c.kind !== 'plain') return { source, json: JSON.stringify(vcon) };
+  const uuid = contentUuid(vcon);
+  return { source, json: JSON.stringify({ uuid, ...c.doc }), uuid, derived: true };
+}
+
+/** Keeps the last item of each uuid (path order) and reports the others as skipped. */
+export function dropCollisions(items: Item[]): { send: Item[]; skipped: ImportOutcome[]; collisions: UuidCollision[] } {
+  const byUuid = new Map<string, Item[]>();
+  for (const item of items) if (item.uuid) byUuid.set(item.uuid, [...(byUuid.get(item.uuid) ?? []), item]);
+  const collisions: UuidCollision[] = [];
+  const losers = new Set<Item>();
+  for (const [uuid, same] of byUuid) {
+    if (same.length < 2) continue;
+    const kept = same[same.length - 1];
+    collisions.push({ uuid, sources: same.map((i) => i.source), kept: kept.source });
+    for (const i of same.slice(0, -1)) losers.add(i);
+  }
+  return {
+    send: items.filter((i) => !losers.has(i)),
+    skipped: [...losers].map((i) => ({ source: i.source, outcome: 'skipped', uuid: i.uuid, reason: `same uuid as ${byUuid.get(i.uuid!)!.at(-1)!.source}, which is stored instead` })),
+    collisions,
+  };
 }
 
 function* batches(items: Item[]): Generator<Item[]> {
@@ -101,15 +158,6 @@ export function authHeaders(spec: GroupSpec): Record<string, string> {
   return header === 'authorization' ? { authorization: `Bearer ${keys[0]}` } : { [header]: keys[0] };
 }
 
-interface BatchResult {
-  index: number;
-  uuid?: string;
-  status: number;
-  error?: string;
-  message?: string;
-  details?: { path: string; message: string }[];
-}
-
 const reasonOf = (r: { error?: string; message?: string; details?: { path: string; message: string }[] }) => {
   const message = r.message ?? '';
   // The message usually spells out the details already; add them only when it does not.
@@ -118,8 +166,6 @@ const reasonOf = (r: { error?: string; message?: string; details?: { path: strin
   return `${r.error ?? 'rejected'}: ${message}${details}`;
 };
 
-/** The batch refuses one uuid twice in a request; such an item is fine on its own, in a later batch. */
-const isDuplicateInBatch = (r: BatchResult) => r.status === 400 && (r.details ?? []).some((d) => d.path === 'uuid' && /duplicate in batch/i.test(d.message));
 
 async function postBatch(api: string, headers: Record<string, string>, batch: Item[]): Promise<{ outcomes: ImportOutcome[]; retry: Item[] }> {
   const res = await fetch(`${api}/vcons/batch`, {
@@ -128,7 +174,7 @@ async function postBatch(api: string, headers: Record<string, string>, batch: It
     body: `[${batch.map((i) => i.json).join(',')}]`,
   });
   const text = await res.text();
-  let body: { results?: BatchResult[]; error?: string; message?: string } = {};
+  let body: { results?: BatchItem[]; error?: string; message?: string } = {};
   try {
     body = JSON.parse(text);
   } catch {
@@ -147,10 +193,11 @@ async function postBatch(api: string, headers: Record<string, string>, batch: It
   batch.forEach((item, i) => {
     const r = byIndex.get(i);
     if (!r) outcomes.push({ source: item.source, outcome: 'rejected', reason: 'no result for this item' });
-    else if (r.status === 201) outcomes.push({ source: item.source, outcome: 'stored', uuid: r.uuid });
-    else if (r.status === 200) outcomes.push({ source: item.source, outcome: 'replaced', uuid: r.uuid });
-    else if (isDuplicateInBatch(r)) retry.push(item);
-    else outcomes.push({ source: item.source, outcome: 'rejected', uuid: r.uuid, reason: reasonOf(r) });
+    else if (r.status === 201) outcomes.push({ source: item.source, outcome: 'stored', uuid: r.uuid ?? undefined });
+    else if (r.status === 200) outcomes.push({ source: item.source, outcome: 'replaced', uuid: r.uuid ?? undefined });
+    // One uuid twice in a request (two items the importer could not identify): fine in a later batch.
+    else if (r.error === DUPLICATE_IN_BATCH) retry.push(item);
+    else outcomes.push({ source: item.source, outcome: 'rejected', uuid: r.uuid ?? undefined, reason: reasonOf(r) });
   });
   return { outcomes, retry };
 }
@@ -187,7 +234,10 @@ export async function importFiles(
   const files = collectFiles(opts.paths);
   if (!files.length) throw new UserError(`no .json or .vcon files under ${opts.paths.join(', ')}`);
   const outcomes: ImportOutcome[] = [];
-  const items = files.flatMap((f) => readItems(f, outcomes));
+  const read = files.flatMap((f) => readItems(f, outcomes));
+  const derived = read.filter((i) => i.derived).length;
+  const { send: items, skipped, collisions } = dropCollisions(read);
+  outcomes.push(...skipped);
 
   const running = createRegistry(resolveDir(opts.instancesDir)).get(spec.name);
   let child: Child | undefined;
@@ -239,6 +289,9 @@ export async function importFiles(
     stored: count('stored'),
     replaced: count('replaced'),
     rejected: count('rejected'),
+    skipped: count('skipped'),
+    derived_uuids: derived,
+    collisions,
     seconds: (Date.now() - t0) / 1000,
     outcomes,
     via: running ? `running instance ${running.url} (pid ${running.pid})` : 'a temporary instance',
@@ -247,14 +300,22 @@ export async function importFiles(
 
 /** The summary for people: counts, then every rejection with its reason. */
 export function formatImport(r: ImportReport, cwd = process.cwd()): string {
-  const total = r.stored + r.replaced + r.rejected;
+  const total = r.stored + r.replaced + r.rejected + r.skipped;
+  const rel = (source: string) => path.relative(cwd, source) || source;
   const lines = [
     `imported into group ${r.group} via ${r.via}: ${r.files} file(s), ${total} vCon(s) in ${r.seconds.toFixed(1)} s`,
     `  stored   ${r.stored}`,
     `  replaced ${r.replaced}`,
     `  rejected ${r.rejected}`,
   ];
-  for (const o of r.outcomes.filter((x) => x.outcome === 'rejected')) lines.push(`    ${path.relative(cwd, o.source) || o.source}: ${o.reason}`);
+  for (const o of r.outcomes.filter((x) => x.outcome === 'rejected')) lines.push(`    ${rel(o.source)}: ${o.reason}`);
+  if (r.skipped) {
+    lines.push(`  skipped  ${r.skipped} (another file of this import has the same uuid; the last in path order is stored)`);
+    for (const c of r.collisions) {
+      lines.push(`    uuid ${c.uuid}: ${c.sources.map(rel).join(', ')} -> stored ${rel(c.kept)}`);
+    }
+  }
+  if (r.derived_uuids) lines.push(`  ${r.derived_uuids} vCon(s) without a uuid got one derived from their content (importing them again replaces them)`);
   return lines.join('\n');
 }
 

@@ -17,7 +17,8 @@ export const ERROR_CODES = {
   500: ['internal_error'],
   // database_busy: every connection stayed in use past DB_QUEUE_TIMEOUT_MS, or PostgreSQL refused one for capacity (SQLSTATE class 53).
   // embeddings_unavailable: the embedding provider of semantic/hybrid search failed (search routes only).
-  503: ['auth_not_configured', 'database_unavailable', 'database_busy', 'embeddings_unavailable'],
+  // database_timeout: a catalog read (the /database routes) gave up at the statement or lock timeout.
+  503: ['auth_not_configured', 'database_unavailable', 'database_busy', 'database_timeout', 'embeddings_unavailable'],
 } as const satisfies Record<number, readonly string[]>;
 
 export type ErrorStatus = keyof typeof ERROR_CODES;
@@ -102,11 +103,19 @@ export const ExampleResult = z.object({ success: ok, type: z.string(), vcon: Vco
 export const Created = z.object({ success: ok, uuid: UuidString, created: z.literal(true) });
 export const Replaced = z.object({ success: ok, uuid: UuidString, created: z.literal(false) });
 
+/** POST /vcons/batch accepts 1 to this many vCons (API.md); the importer batches by it too. */
+export const BATCH_MAX = 100;
+/**
+ * The `error` of a batch item whose uuid an earlier item of the same request already has: the
+ * item itself may be fine, on its own or in a later batch (the importer sends it again then).
+ */
+export const DUPLICATE_IN_BATCH = 'duplicate_in_batch';
+
 export const BatchItem = z.object({
   index: Count.describe('Position in the request array'),
   uuid: z.string().nullable(),
   status: z.union([z.literal(201), z.literal(200), z.literal(400)]).describe('201 created, 200 replaced, 400 rejected'),
-  error: z.string().optional(),
+  error: z.string().optional().describe(`For a rejected item: an error code of the one error format, or ${DUPLICATE_IN_BATCH}`),
   message: z.string().optional(),
   details: z.array(ErrorDetail).optional(),
 });
@@ -118,6 +127,8 @@ export const BatchResult = z.object({
   failed: Count,
   results: z.array(BatchItem).describe('One result per item, in input order'),
 });
+export type BatchItem = z.infer<typeof BatchItem>;
+export type BatchResult = z.infer<typeof BatchResult>;
 
 /** 400 when no item was stored: the batch report and the error format in one body. */
 export const BatchFailed = BatchResult.extend({

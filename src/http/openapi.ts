@@ -11,7 +11,6 @@ import { Analysis, Attachment, Dialog, EncryptedVcon, Party, SignedVcon, Uuid, V
 import { GRANULARITIES, MAX_MONTHS_BACK } from '../services/analytics-service.js';
 import { MAX_ANALYZE_CHARS } from '../services/database-service.js';
 import { MAX_QUERY_CHARS } from '../services/search-service.js';
-import { MAX_BATCH } from '../services/vcon-service.js';
 
 type Json = Record<string, unknown>;
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -161,9 +160,9 @@ const ROUTES: Route[] = [
   },
   {
     method: 'post', path: '/vcons/batch', id: 'createVconBatch', tag: 'vcons',
-    summary: `Create or replace 1 to ${MAX_BATCH} vCons; items are independent`,
+    summary: `Create or replace 1 to ${R.BATCH_MAX} vCons; items are independent`,
     body: {
-      schema: z.array(R.StoredVcon).min(1).max(MAX_BATCH),
+      schema: z.array(R.StoredVcon).min(1).max(R.BATCH_MAX),
       examples: { two: { summary: 'Two example vCons', value: [EXAMPLES.minimal, EXAMPLES.chat] } },
     },
     replies: {

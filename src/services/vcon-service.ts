@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, NotFoundError, ValidationError, type ErrorDetail } from '../domain/errors.js';
 import { decodeBodies, deriveRows, isTagsAttachment } from '../domain/derive.js';
 import { parseListQuery, type ListQuery } from '../domain/queries.js';
+import { BATCH_MAX, DUPLICATE_IN_BATCH, type BatchItem, type BatchResult } from '../domain/responses.js';
 import {
   Analysis, Attachment, checkDepth, classifyVcon, Dialog, MAX_DEPTH, Vcon, validate,
   type ClassifiedVcon, type JsonObject,
@@ -10,7 +11,6 @@ import { runHook, type Plugin } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
 import type { ListRow, StoredVcon, VconRecord, VconRepo } from '../db/vcon-repo.js';
 
-export const MAX_BATCH = 100;
 const PATCHABLE = ['subject', 'extensions', 'critical', 'must_support'] as const;
 
 export type Transact = <T>(fn: (repo: VconRepo) => Promise<T>) => Promise<T>;
@@ -23,24 +23,6 @@ export interface VconServiceDeps {
 }
 
 export type SubResource = 'dialog' | 'analysis' | 'attachments';
-
-export interface BatchItemResult {
-  index: number;
-  uuid: string | null;
-  status: 200 | 201 | 400;
-  error?: string;
-  message?: string;
-  details?: ErrorDetail[];
-}
-
-export interface BatchResult {
-  success: boolean;
-  total: number;
-  created: number;
-  updated: number;
-  failed: number;
-  results: BatchItemResult[];
-}
 
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -149,10 +131,10 @@ export function createVconService(deps: VconServiceDeps) {
         throw new ValidationError('The batch body must be a JSON array of vCon objects', [{ path: '(root)', message: 'must be an array' }]);
       }
       if (input.length === 0) throw new AppError(400, 'batch_empty', 'The batch is empty: send 1 to 100 vCons');
-      if (input.length > MAX_BATCH) {
-        throw new AppError(400, 'batch_too_large', `The batch has ${input.length} items; at most ${MAX_BATCH} are allowed`);
+      if (input.length > BATCH_MAX) {
+        throw new AppError(400, 'batch_too_large', `The batch has ${input.length} items; at most ${BATCH_MAX} are allowed`);
       }
-      const results: BatchItemResult[] = [];
+      const results: BatchItem[] = [];
       const ready: { index: number; c: ClassifiedVcon; uuid: string }[] = [];
       const seen = new Map<string, number>();
       for (let index = 0; index < input.length; index++) {
@@ -161,7 +143,9 @@ export function createVconService(deps: VconServiceDeps) {
           const uuid = c.uuid ?? randomUUID();
           const dup = seen.get(uuid);
           if (dup !== undefined) {
-            throw new ValidationError(`uuid ${uuid} appears twice in this batch (first at item ${dup})`, [{ path: 'uuid', message: 'duplicate in batch' }]);
+            throw new AppError(400, DUPLICATE_IN_BATCH, `uuid ${uuid} appears twice in this batch (first at item ${dup})`, [
+              { path: 'uuid', message: `already at item ${dup} of this batch` },
+            ]);
           }
           seen.set(uuid, index);
           ready.push({ index, c, uuid });

@@ -10,9 +10,10 @@ import { createIntrospectionRepo } from '../../src/db/introspection-repo.js';
 import { createAnalyzeRepo } from '../../src/db/analyze-repo.js';
 import { createDatabaseService } from '../../src/services/database-service.js';
 import { internalCtx } from '../../src/services/context.js';
+import { packageRoot } from '../../src/paths.js';
 import { seedKnown } from './seed.js';
 
-const FIXTURES = '/work/shared/fixtures/vcons';
+const FIXTURES = path.join(packageRoot, 'tests', 'fixtures', 'vcons');
 const ROUTES = [
   '/database/shape', '/database/stats', '/database/size', '/database/health',
   '/analytics', '/analytics/growth', '/analytics/content', '/analytics/tags', '/analytics/attachments',

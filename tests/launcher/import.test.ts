@@ -1,12 +1,26 @@
-// import of the shared fixtures into a stopped group (through a temporary instance): the counts
-// match what the API says to each file posted alone, in the same order, into a fresh schema.
-import { readdirSync, readFileSync } from 'node:fs';
+// import of the fixtures into a stopped group (through a temporary instance): the counts match
+// what the API says to each file posted alone, in the same order, into a fresh schema; files that
+// share a uuid are named and only the last is sent; a second import stores nothing new.
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { canonicalJson, contentUuid, uuidV5 } from '../../cli/content-uuid.js';
+import { packageRoot } from '../../src/paths.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { createWorkspace, serverPidsForSchema, type Workspace } from './helpers.js';
+import { api, createWorkspace, serverPidsForSchema, type Workspace } from './helpers.js';
 
-const FIXTURES = '/work/shared/fixtures/vcons';
+const FIXTURES = path.join(packageRoot, 'tests', 'fixtures', 'vcons');
+
+/** The uuid a fixture file carries (plain, JWS header or JWE unprotected header), if any. */
+function uuidInFile(file: string): string | undefined {
+  try {
+    const doc = JSON.parse(readFileSync(path.join(FIXTURES, file), 'utf8'));
+    const u = doc.uuid ?? doc.signatures?.[0]?.header?.uuid ?? doc.unprotected?.uuid;
+    return typeof u === 'string' ? u.toLowerCase() : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 describe('vcon-launch import', () => {
   let ws: Workspace;
@@ -25,17 +39,30 @@ describe('vcon-launch import', () => {
     expect(r.exitCode, r.stderr).toBe(1);
     const report = JSON.parse(r.stdout);
 
-    // The expectation: each file posted alone, in sorted order, to a fresh schema.
+    // The expectation: files sharing a uuid are skipped but the last; every other file posted
+    // alone, in sorted order, to a fresh schema.
     const files = readdirSync(FIXTURES).filter((f) => /\.(json|vcon)$/.test(f)).sort();
-    const expected: Record<string, string> = {};
+    const byUuid = new Map<string, string[]>();
     for (const f of files) {
+      const u = uuidInFile(f);
+      if (u) byUuid.set(u, [...(byUuid.get(u) ?? []), f]);
+    }
+    const shared = [...byUuid].filter(([, fs]) => fs.length > 1);
+    expect(shared.length).toBeGreaterThan(0); // the IETF plain, JWS and JWE forms of one vCon
+    const expected: Record<string, string> = {};
+    for (const [, fs] of shared) for (const f of fs.slice(0, -1)) expected[f] = 'skipped';
+    for (const f of files.filter((f) => !expected[f])) {
       const res = await reference.api('/vcons', { method: 'POST', body: readFileSync(path.join(FIXTURES, f), 'utf8'), headers: { 'content-type': 'application/json' } });
       expected[f] = res.status === 201 ? 'stored' : res.status === 200 ? 'replaced' : 'rejected';
     }
     const actual = Object.fromEntries(report.outcomes.map((o: any) => [path.basename(o.source), o.outcome]));
     expect(actual).toEqual(expected);
     const count = (o: string) => Object.values(expected).filter((x) => x === o).length;
-    expect(report).toMatchObject({ files: files.length, stored: count('stored'), replaced: count('replaced'), rejected: count('rejected') });
+    expect(report).toMatchObject({ files: files.length, stored: count('stored'), replaced: count('replaced'), rejected: count('rejected'), skipped: count('skipped') });
+    // Each collision is named with every file and the one stored.
+    expect(report.collisions.map((c: any) => [c.uuid, c.sources.map((x: string) => path.basename(x)), path.basename(c.kept)]).sort()).toEqual(
+      shared.map(([u, fs]) => [u, fs, fs.at(-1)]).sort(),
+    );
     expect(report.rejected).toBeGreaterThan(0);
     for (const f of files.filter((f) => f.startsWith('invalid__'))) expect(actual[f]).toBe('rejected');
     for (const o of report.outcomes.filter((o: any) => o.outcome === 'rejected')) expect(o.reason).toMatch(/^\w+: \S/);
@@ -43,24 +70,50 @@ describe('vcon-launch import', () => {
     expect(serverPidsForSchema(ws.schemas.imp)).toEqual([]);
   }, 60_000);
 
-  test('a second run replaces what has a uuid, and the summary is readable', async () => {
+  test('a second run stores nothing new: files without a uuid are replaced under their content-derived one', async () => {
     const r = await ws.run(['import', '--group', 'imp', FIXTURES]);
     expect(r.exitCode).toBe(1);
     expect(r.stdout).toMatch(/^imported into group imp via a temporary instance: \d+ file\(s\)/);
-    const n = (label: string) => Number(new RegExp(`^  ${label}\\s+(\\d+)$`, 'm').exec(r.stdout)![1]);
-    // Only the files without a uuid are stored again (the server assigns a new one).
-    const withoutUuid = readdirSync(FIXTURES)
-      .filter((f) => f.endsWith('.json'))
-      .filter((f) => {
-        try {
-          return typeof JSON.parse(readFileSync(path.join(FIXTURES, f), 'utf8')).uuid !== 'string';
-        } catch {
-          return true;
-        }
-      });
-    expect(n('stored')).toBeLessThanOrEqual(withoutUuid.length);
+    const n = (label: string) => Number(new RegExp(`^  ${label}\\s+(\\d+)`, 'm').exec(r.stdout)![1]);
+    expect(n('stored')).toBe(0);
     expect(n('replaced')).toBeGreaterThan(0);
+    expect(r.stdout).toMatch(/^ {2}skipped {2}\d+ \(another file of this import has the same uuid; the last in path order is stored\)$/m);
+    expect(r.stdout).toMatch(/^ {4}uuid [0-9a-f-]{36}: \S+signed\S*\.json, .* -> stored \S+\.json$/m);
+    expect(r.stdout).toMatch(/^ {2}\d+ vCon\(s\) without a uuid got one derived from their content/m);
     expect(r.stdout).toMatch(/invalid__conserver__bad_party_ref\.json: validation_failed: /);
     expect(r.stderr).toMatch(/\d+ vCon\(s\) rejected/);
   }, 60_000);
+
+  test('a file without a uuid is stored under the name-based uuid of its canonical JSON, whatever its key order', async () => {
+    const dir = path.join(ws.dir, 'nouuid');
+    mkdirSync(dir);
+    const vcon = { vcon: '0.3.0', subject: 'Billing Dispute (no uuid)', parties: [{ name: 'Ann', tel: '+15551230000' }], created_at: '2025-02-01T10:00:00Z' };
+    writeFileSync(path.join(dir, 'a.json'), JSON.stringify(vcon));
+    const first = JSON.parse((await ws.run(['import', '--group', 'imp', dir, '--json'])).stdout);
+    const uuid = contentUuid(vcon);
+    expect(first.outcomes).toEqual([{ source: path.join(dir, 'a.json'), outcome: 'stored', uuid }]);
+    // The same vCon with its keys in another order is the same content: replaced, not copied.
+    writeFileSync(path.join(dir, 'a.json'), JSON.stringify({ created_at: vcon.created_at, parties: vcon.parties, subject: vcon.subject, vcon: '0.3.0' }));
+    const again = JSON.parse((await ws.run(['import', '--group', 'imp', dir, '--json'])).stdout);
+    expect(again).toMatchObject({ stored: 0, replaced: 1, derived_uuids: 1 });
+    // Stored under that uuid, and the rest of the document as the file had it.
+    await ws.run(['start', '--group', 'imp', '--detach']);
+    try {
+      const got = await api(`${ws.registry().imp.url}/api/v1`, `/vcons/${uuid}`);
+      expect(got.body.vcon).toMatchObject({ uuid, subject: vcon.subject, parties: vcon.parties });
+      const listed = await api(`${ws.registry().imp.url}/api/v1`, `/vcons?subject=${encodeURIComponent('Billing Dispute (no uuid)')}`);
+      expect(listed.body.data).toHaveLength(1);
+    } finally {
+      await ws.run(['stop', '--all']);
+    }
+  }, 60_000);
+});
+
+describe('content uuid', () => {
+  test('is RFC 9562 version 5 (the RFC\'s DNS example) over key-sorted JSON', () => {
+    expect(uuidV5('www.example.com', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe('2ed6657d-e927-568b-95e1-2665a8aea6a2');
+    expect(canonicalJson({ b: [2, { d: 1, c: null }], a: 'x' })).toBe('{"a":"x","b":[2,{"c":null,"d":1}]}');
+    expect(contentUuid({ a: 1, b: 2 })).toBe(contentUuid({ b: 2, a: 1 }));
+    expect(contentUuid({ a: 1 })).not.toBe(contentUuid({ a: 2 }));
+  });
 });

@@ -234,6 +234,7 @@ describe('batch', () => {
     const uuid = randomUUID();
     const r = await s.api('/vcons/batch', { method: 'POST', json: [{ uuid, subject: 'one' }, { uuid, subject: 'two' }] });
     expect(r.status).toBe(207);
+    expect(r.body.results[1]).toMatchObject({ index: 1, uuid, status: 400, error: 'duplicate_in_batch', details: [{ path: 'uuid', message: 'already at item 0 of this batch' }] });
     expect(r.body.results[1].message).toMatch(/appears twice/);
     expect((await s.api(`/vcons/${uuid}`)).body.vcon.subject).toBe('one');
   });
