@@ -5,20 +5,19 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { canonicalJson, contentUuid, uuidV5 } from '../../cli/content-uuid.js';
+import { classifyVcon } from '../../src/domain/vcon.js';
 import { packageRoot } from '../../src/paths.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { api, createWorkspace, serverPidsForSchema, type Workspace } from './helpers.js';
 
 const FIXTURES = path.join(packageRoot, 'tests', 'fixtures', 'vcons');
 
-/** The uuid a fixture file carries (plain, JWS header or JWE unprotected header), if any. */
+/** The uuid a valid fixture file is filed under (plain, JWS header or JWE unprotected header), if any. */
 function uuidInFile(file: string): string | undefined {
   try {
-    const doc = JSON.parse(readFileSync(path.join(FIXTURES, file), 'utf8'));
-    const u = doc.uuid ?? doc.signatures?.[0]?.header?.uuid ?? doc.unprotected?.uuid;
-    return typeof u === 'string' ? u.toLowerCase() : undefined;
+    return classifyVcon(JSON.parse(readFileSync(path.join(FIXTURES, file), 'utf8'))).uuid;
   } catch {
-    return undefined;
+    return undefined; // invalid: the server rejects it, so it cannot replace anything
   }
 }
 
@@ -78,7 +77,8 @@ describe('vcon-launch import', () => {
     expect(n('stored')).toBe(0);
     expect(n('replaced')).toBeGreaterThan(0);
     expect(r.stdout).toMatch(/^ {2}skipped {2}\d+ \(another file of this import has the same uuid; the last in path order is stored\)$/m);
-    expect(r.stdout).toMatch(/^ {4}uuid [0-9a-f-]{36}: \S+signed\S*\.json, .* -> stored \S+\.json$/m);
+    // The IETF plain, JWE and JWS forms of one vCon: every file named, and the one stored.
+    expect(r.stdout).toMatch(/^ {4}uuid [0-9a-f-]{36}: \S+ab_call_ext_rec__external-url-content_hash\.json, \S+jwe-encrypted-form\.json, \S+jws-signed-form\.json -> stored \S+jws-signed-form\.json$/m);
     expect(r.stdout).toMatch(/^ {2}\d+ vCon\(s\) without a uuid got one derived from their content/m);
     expect(r.stdout).toMatch(/invalid__conserver__bad_party_ref\.json: validation_failed: /);
     expect(r.stderr).toMatch(/\d+ vCon\(s\) rejected/);
