@@ -12,11 +12,19 @@ export interface TagReadRepo {
   search(tags: Record<string, string>, limit: number, offset: number): Promise<string[]>;
 }
 
-/** Rewrites a document's tags as one attachment {purpose: tags, encoding: json, body: ["k:v"]}. */
+/**
+ * Rewrites a document's tags as one attachment {purpose: tags, encoding: json, body: ["k:v"]};
+ * with no tags left there is no tags attachment at all (attachments_count counts real ones).
+ */
 function writeTags(doc: JsonObject, tags: Map<string, string>): void {
   const attachments = (Array.isArray(doc.attachments) ? doc.attachments : []) as JsonObject[];
   const body = [...tags].map(([k, v]) => `${k}:${v}`);
   const first = attachments.findIndex((a) => a && typeof a === 'object' && isTagsAttachment(a));
+  if (tags.size === 0) {
+    if (first === -1) return;
+    doc.attachments = attachments.filter((a) => !(a && typeof a === 'object' && isTagsAttachment(a)));
+    return;
+  }
   if (first === -1) {
     attachments.push({ purpose: 'tags', encoding: 'json', body });
   } else {

@@ -74,6 +74,25 @@ describe('tag routes', () => {
     expect((await s.api(`/vcons/${uuid}/tags`, { method: 'DELETE' })).status).toBe(204);
     expect((await s.api(`/vcons/${uuid}/tags`)).body.tags).toEqual({});
     expect((await s.api(`/tags/search?tags=${q({ priority: '3' })}`)).body.uuids).not.toContain(uuid);
+    // No empty tags attachment is left behind: only the other producer's attachment remains.
+    expect((await s.api(`/vcons/${uuid}`)).body.vcon.attachments).toEqual([{ purpose: 'other', body: 'keep' }]);
+  });
+
+  it('removing the last tag removes the tags attachment, so attachments_count is back to 0', async () => {
+    const subject = `tagged ${randomUUID()}`;
+    const uuid = await create([], { subject });
+    const count = async () => (await s.api(`/vcons?subject=${encodeURIComponent(subject)}`)).body.data[0].attachments_count;
+    await s.api(`/vcons/${uuid}/tags/a`, { method: 'PUT', json: { value: '1' } });
+    await s.api(`/vcons/${uuid}/tags/b`, { method: 'PUT', json: { value: '2' } });
+    expect(await count()).toBe(1);
+    await s.api(`/vcons/${uuid}/tags/a`, { method: 'DELETE' });
+    expect(await count()).toBe(1);
+    await s.api(`/vcons/${uuid}/tags/b`, { method: 'DELETE' });
+    expect(await count()).toBe(0);
+    await s.api(`/vcons/${uuid}/tags/c`, { method: 'PUT', json: { value: '3' } });
+    expect((await s.api(`/vcons/${uuid}/tags`, { method: 'DELETE' })).status).toBe(204);
+    expect(await count()).toBe(0);
+    expect((await s.api(`/vcons/${uuid}`)).body.vcon.attachments).toEqual([]);
   });
 
   it('keeps every one of 20 concurrent PUTs of different keys', async () => {
