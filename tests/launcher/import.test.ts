@@ -106,7 +106,7 @@ describe('vcon-launch import', () => {
     } finally {
       await ws.run(['stop', '--all']);
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('content uuid', () => {
