@@ -16,6 +16,8 @@ ENV NODE_ENV=production \
     MCP_HTTP_PORT=3000
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The bins' linked package (a file: dependency of package.json), which npm ci links.
+COPY bin ./bin/
 COPY scripts/patch-postgres.mjs ./scripts/
 # Runtime dependencies only; scripts are skipped (prepare compiles) and the driver patch is applied
 # by hand, since the server refuses an unpatched postgres.js.

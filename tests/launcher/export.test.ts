@@ -173,6 +173,14 @@ describe('Dockerfile', () => {
       const sources = l.split(/\s+/).slice(1, -1);
       for (const src of sources) if (src !== '.') expect(existsSync(path.join(packageRoot, src)), src).toBe(true);
     }
+    // npm ci needs every file: dependency (bin/, the linked bins) copied before it runs.
+    const runtime = instructions.slice(instructions.findLastIndex((l) => l.startsWith('FROM ')));
+    const ci = runtime.findIndex((l) => l.includes('npm ci'));
+    const pkg = JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    for (const spec of Object.values(pkg.dependencies).filter((v) => v.startsWith('file:'))) {
+      const dir = spec.slice('file:'.length);
+      expect(runtime.slice(0, ci).some((l) => l.startsWith('COPY ') && l.split(/\s+/)[1] === dir), `COPY ${dir} before npm ci`).toBe(true);
+    }
     // What the runtime stage takes from the build stage is what `npm ci` (prepare) produces.
     expect(existsSync(path.join(packageRoot, 'dist', 'src', 'main.js'))).toBe(true);
     expect(existsSync(path.join(packageRoot, '.vcon', 'embeddings'))).toBe(true);
