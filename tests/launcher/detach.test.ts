@@ -123,7 +123,7 @@ describe('vcon-launch start --detach / status / stop', () => {
       squatter.close();
       await ws.run(['stop', '--all']);
     }
-  });
+  }, 120_000);
 
   test('when one group cannot start, --detach exits non-zero and leaves nothing running', async () => {
     // Port 1 on localhost refuses connections: the launcher cannot provision the group's role.

@@ -149,7 +149,7 @@ describe('a foreground supervisor whose groups are stopped from elsewhere', () =
     let stderr = '';
     launcher.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     try {
-      await waitFor(() => stderr.includes('supervising'), 30_000);
+      await waitFor(() => stderr.includes('supervising'), 90_000);
       const entry = ws.registry().solo;
       // The group's child and the warm standby.
       const children = await waitFor(() => {
@@ -167,5 +167,5 @@ describe('a foreground supervisor whose groups are stopped from elsewhere', () =
     } finally {
       if (launcher.exitCode === null) launcher.kill('SIGKILL');
     }
-  }, 60_000);
+  }, 150_000);
 });
