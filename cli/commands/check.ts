@@ -202,11 +202,9 @@ export function registerCheck(program: Command): void {
     if (!results.length) throw new UserError(`no .env files in ${envDir}`);
     const budget = await checkBudget(envDir, launcher);
     const all = [...results, ...budget];
-    process.stdout.write(formatCheck(all) + '
-');
+    process.stdout.write(formatCheck(all) + '\n');
     const failed = all.some((r) => !r.ok);
-    process.stdout.write((failed ? formatVerdict(all) : `${formatVerdict(results)}; the groups fit the connection budget`) + '
-');
+    process.stdout.write((failed ? formatVerdict(all) : `${formatVerdict(results)}; the groups fit the connection budget`) + '\n');
     process.exitCode = failed ? 1 : 0;
   });
 }

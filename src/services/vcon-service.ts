@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, NotFoundError, ValidationError, type ErrorDetail } from '../domain/errors.js';
+import { AppError, NotFoundError, ValidationError } from '../domain/errors.js';
 import { decodeBodies, deriveRows, isTagsAttachment } from '../domain/derive.js';
 import { parseListQuery, type ListQuery } from '../domain/queries.js';
 import { BATCH_MAX, DUPLICATE_IN_BATCH, type BatchItem, type BatchResult } from '../domain/responses.js';
