@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import express, { type Express, type RequestHandler, type Router } from 'express';
-import { pinoHttp } from 'pino-http';
+import express, { type Express, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { BuildInfo } from '../version.js';
@@ -29,6 +28,21 @@ export interface AppDeps {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The access log line of one request: 5xx error, 4xx warn, else info; aborted requests warn. */
+function logRequest(log: Logger, req: Request, res: Response, id: string, start: number): void {
+  const status = res.statusCode;
+  const aborted = !res.writableFinished;
+  const level = status >= 500 ? 'error' : status >= 400 || aborted ? 'warn' : 'info';
+  if (!log.isLevelEnabled(level)) return;
+  // Paths only: query strings can carry emails and phone numbers (party filters).
+  const q = req.originalUrl.indexOf('?');
+  const path = q < 0 ? req.originalUrl : req.originalUrl.slice(0, q);
+  log[level](
+    { req: { id, method: req.method, path }, res: { statusCode: status }, responseTime: Math.round(performance.now() - start) },
+    aborted ? 'request aborted' : 'request completed',
+  );
+}
+
 /** Builds the express app of one instance: REST under the base path, MCP beside it. */
 export function buildApp(deps: AppDeps): Express {
   const { config, log, services, buildInfo } = deps;
@@ -39,30 +53,24 @@ export function buildApp(deps: AppDeps): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
 
+  const health = `${config.rest.basePath}/health`;
+  const { version, gitCommit, buildTime } = buildInfo;
+  // One middleware for the request id, the build headers and the access log line. The line is
+  // written by the root logger when the response ends: no child logger per request (pino-http
+  // built one for every request, whether or not anything logged through it).
   app.use((req, res, next) => {
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', id);
-    res.setHeader('X-Version', buildInfo.version);
-    res.setHeader('X-Git-Commit', buildInfo.gitCommit);
-    res.setHeader('X-Build-Time', buildInfo.buildTime);
+    res.setHeader('X-Version', version);
+    res.setHeader('X-Git-Commit', gitCommit);
+    res.setHeader('X-Build-Time', buildTime);
+    if (req.url !== health) {
+      const start = performance.now();
+      res.once('close', () => logRequest(log, req, res, id, start));
+    }
     next();
   });
-
-  app.use(
-    pinoHttp({
-      logger: log,
-      genReqId: (_req, res) => String(res.getHeader('X-Request-Id')),
-      // Paths only: query strings can carry emails and phone numbers (party filters).
-      serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, path: req.url.split('?')[0] }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-      autoLogging: { ignore: (req) => req.url === `${config.rest.basePath}/health` },
-    }),
-  );
-
   // Mounted before REST so that a root base path ('') can't put /mcp behind REST's method rules.
   deps.mount?.(app);
 

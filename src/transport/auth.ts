@@ -31,13 +31,20 @@ export function createKeyResolver(config: Config) {
   const ro = config.auth.readOnlyKeys.map(digest);
   const rw = config.auth.keys.map(digest);
   const anyMatch = (d: Buffer, list: Buffer[]) => list.reduce((hit, k) => timingSafeEqual(d, k) || hit, false);
+  // Keys already verified, so a hot client doesn't pay a digest per request. Only configured keys
+  // get in (the map can't grow past them); unknown keys always take the constant-time path.
+  const verified = new Map<string, AuthInfo>();
   return (key: string): AuthInfo | undefined => {
+    const known = verified.get(key);
+    if (known) return known;
     const d = digest(key);
     const keyId = d.toString('hex').slice(0, 16);
     // A key in both lists is read-only (SPEC.md Authentication 5).
-    if (anyMatch(d, ro)) return { scope: 'read', keyId };
-    if (anyMatch(d, rw)) return { scope: 'write', keyId };
-    return undefined;
+    const scope: Scope | undefined = anyMatch(d, ro) ? 'read' : anyMatch(d, rw) ? 'write' : undefined;
+    if (!scope) return undefined;
+    const info: AuthInfo = Object.freeze({ scope, keyId });
+    verified.set(key, info);
+    return info;
   };
 }
 

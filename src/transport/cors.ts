@@ -30,6 +30,13 @@ export function createCors(config: Config, policy: CorsPolicy): RequestHandler {
   const origins = config.cors.origins;
   return (req, res, next) => {
     const origin = req.headers.origin;
+    // Without an Origin header the request isn't cross-origin (curl, servers, same-origin): no CORS
+    // headers to add, except Vary for caches when the answer depends on the origin.
+    if (origin === undefined && req.method !== 'OPTIONS') {
+      if (origins !== '*') res.setHeader('Vary', 'Origin');
+      next();
+      return;
+    }
     if (origins === '*') {
       res.setHeader('Access-Control-Allow-Origin', '*');
     } else {

@@ -109,6 +109,15 @@ describe('CORS', () => {
     expect(r.headers.get('access-control-allow-headers')).toBe('Content-Type, Authorization');
   });
 
+  it('adds no CORS headers to a request without Origin, and exposes headers to one with it', async () => {
+    const plain = await raw('/health');
+    expect(plain.headers.get('access-control-allow-origin')).toBeNull();
+    expect(plain.headers.get('access-control-expose-headers')).toBeNull();
+    const cross = await raw('/health', { headers: { origin: 'https://x.example.com' } });
+    expect(cross.headers.get('access-control-allow-origin')).toBe('*');
+    expect(cross.headers.get('access-control-expose-headers')).toMatch(/X-Request-Id/);
+  });
+
   it('echoes only listed origins', async () => {
     const c = await startTestServer({ CORS_ORIGIN: 'https://a.example.com,https://b.example.com' });
     try {
@@ -117,6 +126,10 @@ describe('CORS', () => {
       expect(ok.headers.get('vary')).toMatch(/Origin/);
       const no = await fetch(`${c.base}/health`, { headers: { origin: 'https://evil.example.com' } });
       expect(no.headers.get('access-control-allow-origin')).toBeNull();
+      // Not cross-origin: no CORS headers, but caches still learn that the answer varies by Origin.
+      const plain = await fetch(`${c.base}/health`);
+      expect(plain.headers.get('access-control-expose-headers')).toBeNull();
+      expect(plain.headers.get('vary')).toMatch(/Origin/);
     } finally {
       await c.close();
     }
