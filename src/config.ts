@@ -102,6 +102,9 @@ export const EnvSchema = z.object({
   MCP_HTTP_PORT: int(3000, 0, 65535),
   MCP_READONLY: bool(false),
   MCP_HTTP_STATELESS: bool(false),
+  MCP_MAX_SESSIONS: int(1000, 1, 100_000),
+  MCP_SESSIONS_PER_KEY: int(100, 1, 100_000),
+  MCP_SESSIONS_PER_READONLY_KEY: int(20, 1, 100_000),
   CORS_ORIGIN: z
     .string()
     .optional()
@@ -193,6 +196,10 @@ export interface Config {
     readOnly: boolean;
     /** Streamable HTTP without sessions: every POST stands alone, so any replica can answer it. */
     stateless: boolean;
+    /** Open HTTP sessions of the instance, of one read-write key, of one read-only key. */
+    maxSessions: number;
+    sessionsPerKey: number;
+    sessionsPerReadOnlyKey: number;
   };
   cors: { origins: '*' | string[] };
   auth: { required: boolean; keys: string[]; readOnlyKeys: string[]; header: string };
@@ -276,7 +283,8 @@ export function parseConfig(env: EnvInput): Config {
     envFile: e.ENV_FILE,
     dataDir: path.resolve(e.VCON_DATA_DIR ?? path.join(packageRoot, '.vcon')),
     rest: { enabled: e.REST_API_ENABLED, basePath: e.REST_API_BASE_PATH, bodyLimit: e.REST_API_BODY_LIMIT },
-    mcp: { transport: e.MCP_TRANSPORT, host: e.MCP_HTTP_HOST, port: e.MCP_HTTP_PORT, readOnly: e.MCP_READONLY, stateless: e.MCP_HTTP_STATELESS },
+    mcp: { transport: e.MCP_TRANSPORT, host: e.MCP_HTTP_HOST, port: e.MCP_HTTP_PORT, readOnly: e.MCP_READONLY, stateless: e.MCP_HTTP_STATELESS,
+      maxSessions: e.MCP_MAX_SESSIONS, sessionsPerKey: e.MCP_SESSIONS_PER_KEY, sessionsPerReadOnlyKey: e.MCP_SESSIONS_PER_READONLY_KEY },
     cors: { origins: e.CORS_ORIGIN },
     auth: { required: e.API_AUTH_REQUIRED, keys: e.API_KEYS, readOnlyKeys: e.API_KEYS_READONLY, header: e.API_KEY_HEADER },
     db: {

@@ -32,8 +32,12 @@ export interface McpHttpOptions extends McpServerDeps {
   config: Config;
   /** Sessions idle longer than this are closed (clients that vanished never send DELETE). */
   idleTimeoutMs?: number;
-  /** Upper bound on open sessions; initialising one more answers 503. */
+  /** Upper bound on open sessions of the instance (default config.mcp.maxSessions). */
   maxSessions?: number;
+  /** Upper bound on open sessions of one read-write key (default config.mcp.sessionsPerKey). */
+  sessionsPerKey?: number;
+  /** Upper bound on open sessions of one read-only key (default config.mcp.sessionsPerReadOnlyKey). */
+  sessionsPerReadOnlyKey?: number;
 }
 
 export interface McpHttp {
@@ -46,7 +50,6 @@ export interface McpHttp {
 }
 
 const DEFAULT_IDLE_MS = 30 * 60_000;
-const DEFAULT_MAX_SESSIONS = 1_000;
 
 /** A JSON-RPC error response for protocol-level problems (no valid session and the like). */
 function rpcError(res: Response, status: number, code: number, message: string): void {
@@ -66,8 +69,11 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
   const { config, log } = opts;
   const production = config.production;
   const idleMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_MS;
-  const maxSessions = opts.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const maxSessions = opts.maxSessions ?? config.mcp.maxSessions;
+  const perKey = { write: opts.sessionsPerKey ?? config.mcp.sessionsPerKey, read: opts.sessionsPerReadOnlyKey ?? config.mcp.sessionsPerReadOnlyKey };
   const sessions = new Map<string, Session>();
+  /** Initialize requests being answered, per key: they hold a slot before their session exists. */
+  const opening = new Map<string | null, number>();
   let closing = false;
 
   const closeSession = async (s: Session, why: string) => {
@@ -147,11 +153,82 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
       rpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id; the first request of a session must be initialize');
       return;
     }
-    if (sessions.size >= maxSessions) {
-      sendError(req, res, 503, 'service_unavailable', `Too many open MCP sessions (${maxSessions}); close one or retry later`, { production });
+    const info = res.locals.auth as AuthInfo;
+    if (!admit(info)) {
+      const cap = perKey[info.scope];
+      if (countOf(info.keyId) >= cap) {
+        res.setHeader('Retry-After', '5');
+        sendError(req, res, 429, 'too_many_sessions', `This key has ${cap} MCP sessions open, every one busy with a call; close one or retry later`, {
+          hint: 'Close sessions you no longer use (HTTP DELETE /mcp with their Mcp-Session-Id); idle ones are reused automatically',
+          production,
+        });
+      } else {
+        sendError(req, res, 503, 'service_unavailable', `Too many open MCP sessions (${maxSessions}), every one busy with a call; retry later`, { production });
+      }
       return;
     }
-    const info = res.locals.auth as AuthInfo;
+    opening.set(info.keyId, (opening.get(info.keyId) ?? 0) + 1);
+    let reserved = true;
+    // The reservation ends when the session is registered or the initialize ends without one.
+    const release = () => {
+      if (!reserved) return;
+      reserved = false;
+      const n = (opening.get(info.keyId) ?? 1) - 1;
+      if (n > 0) opening.set(info.keyId, n);
+      else opening.delete(info.keyId);
+    };
+    try {
+      await open(req, res, info, release);
+    } finally {
+      release();
+    }
+  };
+
+  /** Sessions of a key, open or being opened. */
+  const countOf = (keyId: string | null): number => {
+    let n = opening.get(keyId) ?? 0;
+    for (const s of sessions.values()) if (s.keyId === keyId) n++;
+    return n;
+  };
+
+  /** The least recently used session without a call in progress among those `which` selects. */
+  const idlest = (which: (s: Session) => boolean): Session | undefined => {
+    let best: Session | undefined;
+    for (const s of sessions.values()) if (s.inFlight === 0 && which(s) && (!best || s.lastSeen < best.lastSeen)) best = s;
+    return best;
+  };
+
+  /**
+   * Makes room for one more session of this key, or says there is none. A key at its cap gives up
+   * its own idlest session; a full server takes the idlest session of the key holding the most.
+   * Sessions busy with a call are never closed, so only busy keys are ever refused.
+   */
+  const admit = (info: AuthInfo): boolean => {
+    if (countOf(info.keyId) >= perKey[info.scope]) {
+      const victim = idlest((s) => s.keyId === info.keyId);
+      if (!victim) return false;
+      void closeSession(victim, 'evicted: the key opened a session beyond its cap');
+    }
+    let pending = 0;
+    for (const n of opening.values()) pending += n;
+    if (sessions.size + pending >= maxSessions) {
+      const held = new Map<string | null, number>();
+      for (const s of sessions.values()) held.set(s.keyId, (held.get(s.keyId) ?? 0) + 1);
+      // The idle session whose key holds the most sessions; among those keys, the least recently used.
+      let victim: Session | undefined;
+      for (const s of sessions.values()) {
+        if (s.inFlight > 0) continue;
+        const more = victim ? held.get(s.keyId)! - held.get(victim.keyId)! : 1;
+        if (more > 0 || (more === 0 && s.lastSeen < victim!.lastSeen)) victim = s;
+      }
+      if (!victim) return false;
+      void closeSession(victim, 'evicted: the server is at its session cap');
+    }
+    return true;
+  };
+
+  /** Opens a session: the SDK answers the initialize and names the session. */
+  const open = async (req: Request, res: Response, info: AuthInfo, registered: () => void) => {
     const who = { scope: info.scope, keyId: info.keyId, session: 'initializing' };
     let session: Session | undefined;
     const transport = new StreamableHTTPServerTransport({
@@ -160,6 +237,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
         who.session = id;
         session = { id, transport, server, scope: info.scope, keyId: info.keyId, lastSeen: Date.now(), inFlight: 0 };
         sessions.set(id, session);
+        registered();
         log.info({ session: id, scope: info.scope, keyId: info.keyId }, 'mcp session opened');
       },
     });

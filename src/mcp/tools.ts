@@ -485,6 +485,9 @@ function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
   return js;
 }
 
+/** One advertised schema per shape: every session registers the same tools. */
+const advertisedCache = new WeakMap<z.ZodRawShape, z.ZodObject>();
+
 /**
  * The schema handed to the SDK: it advertises each argument with the JSON Schema of its domain
  * schema, but accepts any value, so that validation happens once, in the domain parsers and
@@ -494,6 +497,8 @@ function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
  * array when the SDK converts it.
  */
 export function advertisedSchema(shape: z.ZodRawShape): z.ZodObject {
+  const cached = advertisedCache.get(shape);
+  if (cached) return cached;
   const fields: Record<string, z.ZodType> = {};
   const properties: Record<string, unknown> = {};
   const required: string[] = [];
@@ -502,5 +507,7 @@ export function advertisedSchema(shape: z.ZodRawShape): z.ZodObject {
     properties[key] = jsonSchemaOf(schema as z.ZodType);
     if (!(schema as z.ZodType).safeParse(undefined).success) required.push(key);
   }
-  return z.object(fields).meta(required.length ? { properties, required } : { properties });
+  const schema = z.object(fields).meta(required.length ? { properties, required } : { properties });
+  advertisedCache.set(shape, schema);
+  return schema;
 }
