@@ -2,12 +2,12 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { packageRoot } from '../src/paths.js';
+import { isAlive } from '../src/process.js';
 import { UserError } from './errors.js';
 import type { GroupSpec } from './groups.js';
-import { isAlive } from './registry.js';
-import { sleep } from './output.js';
 
 /** The compiled server entry point every child runs. */
 export function serverEntry(): string {

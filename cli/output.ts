@@ -39,4 +39,3 @@ export function createNoteLog(verbose = true) {
   };
 }
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -2,6 +2,7 @@
 // `start`, read by status/stop/import.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { isAlive } from '../src/process.js';
 
 export interface RegistryEntry {
   group: string;
@@ -54,16 +55,6 @@ export interface Registry {
 export const instanceKey = (e: { group: string; replica?: number; replicas?: number }): string =>
   (e.replicas ?? 1) > 1 ? `${e.group}@${e.replica ?? 1}` : e.group;
 
-/** Whether a pid is a running process (EPERM means it exists but is not ours). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** A live pid that now belongs to some other program (pid reuse) counts as stale, where /proc tells. */
 function isOurChild(pid: number): boolean {
   if (!isAlive(pid)) return false;
@@ -71,7 +62,7 @@ function isOurChild(pid: number): boolean {
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
     return cmdline.includes('main.js');
   } catch {
-    return true; // no /proc (or a zombie): trust the signal check
+    return true; // no /proc: trust the signal check
   }
 }
 

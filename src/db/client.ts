@@ -51,13 +51,21 @@ export function assertDriverPatched(): void {
 }
 
 /**
+ * The search_path of a group: its own schema, then `extensions` (pg_trgm), never public for
+ * another group. The schema name comes from validated config (SchemaName), never from a request.
+ */
+export function searchPathOf(schema: string): string {
+  return `"${schema.replace(/"/g, '""')}", extensions`;
+}
+
+/**
  * One pool pinned to one schema for its whole life. The search_path is a startup parameter of
  * every connection, so pooled connections, transactions and prepared statements all stay in the
  * group's schema; `public` is never on it for another group, so a missing table fails loudly.
  */
 export function createSql(opts: SqlOptions): Sql {
   assertDriverPatched();
-  const searchPath = opts.schema === 'public' ? 'public, extensions' : `"${opts.schema}", extensions`;
+  const searchPath = searchPathOf(opts.schema);
   const pgbouncer = opts.pooler === 'pgbouncer';
   return postgres(opts.url, {
     max: opts.max ?? 10,

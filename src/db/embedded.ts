@@ -9,7 +9,9 @@ import { chmodSync, chownSync, cpSync, existsSync, renameSync, mkdirSync, readdi
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { isAlive } from '../process.js';
 
 const run = promisify(execFile);
 
@@ -58,24 +60,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** True for a running process; a zombie (exited, not yet reaped, common under a minimal init) is dead. */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return true; // no procfs: trust kill(0)
-  }
-}
-
 let acquisitions = 0;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** PostgreSQL refuses to run as root: run its binaries as the `postgres` user when we are root. */
 async function runAs(): Promise<{ uid: number; gid: number } | undefined> {

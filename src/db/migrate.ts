@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Sql, TransactionSql } from './client.js';
+import { searchPathOf, type Sql, type TransactionSql } from './client.js';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
@@ -145,7 +145,7 @@ export async function migrate(
     const [ns] = await tx`select 1 from pg_namespace where nspname = ${schema}`;
     if (!ns) await tx.unsafe(`create schema ${q}`);
     // Pin this transaction's path to the group's schema so migrations can use unqualified names.
-    await tx.unsafe(`set local search_path to ${q}, extensions`);
+    await tx.unsafe(`set local search_path to ${searchPathOf(schema)}`);
     // A migration may backfill a large group: the pool's statement timeout is for requests.
     await tx.unsafe('set local statement_timeout = 0');
     await tx.unsafe(`create table if not exists ${q}.schema_migrations (

@@ -4,6 +4,7 @@
 import { createReadStream, existsSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { EmbeddingError } from './types.js';
 
 const MAGIC = 'VCEMB1\n';
@@ -178,8 +179,6 @@ export function loadCache(file: string): WordVectors {
   words.forEach((w, i) => index.set(w, i));
   return { dims, words, index, ranks, scales, data, sourceSize: header.sourceSize };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Returns the cache at `dir`, building it first when missing. One builder at a time: a lock file

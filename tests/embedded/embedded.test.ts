@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import postgres from 'postgres';
-import { acquireEmbeddedPostgres, isAlive as alive } from '../../src/db/embedded.js';
+import { acquireEmbeddedPostgres } from '../../src/db/embedded.js';
+import { isAlive as alive } from '../../src/process.js';
 import { packageRoot } from '../../src/paths.js';
 
 const base = mkdtempSync(path.join(os.tmpdir(), 'vcon-emb-'));

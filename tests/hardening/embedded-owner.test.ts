@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isAlive } from '../../src/db/embedded.js';
+import { isAlive } from '../../src/process.js';
 import { pgCtl, request, sampleVcon, sleep, spawnServer, type ServerProcess } from './helpers.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'vcon-embedded-owner-'));

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execa, type ResultPromise } from 'execa';
 import postgres from 'postgres';
 import { runPgCtl } from '../../src/db/embedded.js';
@@ -13,7 +14,7 @@ import { packageRoot } from '../../src/paths.js';
 export const SERVER = path.join(packageRoot, 'dist', 'src', 'main.js');
 export const KEY = 'hardening-key-rw';
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { sleep };
 
 export interface ServerProcess {
   proc: ResultPromise<{ ipc: true; reject: false }>;

@@ -3,6 +3,7 @@
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execa, type Options } from 'execa';
 import { packageRoot } from '../../src/paths.js';
 import { dropGroupRoles } from '../../src/db/roles.js';
@@ -103,16 +104,8 @@ export function serverPidsForSchema(schema: string): number[] {
   return pids;
 }
 
-export const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { isAlive } from '../../src/process.js';
+export { sleep };
 
 /** Polls until fn returns a truthy value or the time is up. */
 export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 20_000, everyMs = 50): Promise<NonNullable<T>> {
