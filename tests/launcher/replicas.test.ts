@@ -114,7 +114,7 @@ describe('three replicas of one group and one of another, on one PostgreSQL', ()
   });
 
   it('serves 1,000 mixed requests round-robin as one server', async () => {
-    const written = new Map<string, { via: string; word: string; tags: Record<string, string> }>();
+    const written = new Map<string, { via: string; word: string; text: string; tags: Record<string, string> }>();
 
     // 1. Creates: 150 over REST, 50 through stateless MCP tool calls (200 requests).
     const creates = await inParallel(
@@ -123,7 +123,7 @@ describe('three replicas of one group and one of another, on one PostgreSQL', ()
         const word = `zq${i}marker${Math.random().toString(36).slice(2, 7)}`;
         const doc = vcon(`replica test ${i}`, word);
         const uuid = i < 150 ? (await api(via, 'POST', '/vcons', doc)).body?.uuid : (await tool(via, 'create_vcon', { vcon: doc }))?.uuid;
-        if (uuid) written.set(uuid, { via, word, tags: {} });
+        if (uuid) written.set(uuid, { via, word, text: `${doc.subject} ${doc.dialog[0].body}`, tags: {} });
         return uuid as string;
       }),
     );
@@ -202,7 +202,9 @@ describe('three replicas of one group and one of another, on one PostgreSQL', ()
       const deadline = Date.now() + INDEX_DEADLINE_MS;
       for (;;) {
         const via = replicas.find((r) => r !== w.via)!;
-        const res = await fetch(`${via}/api/v1/vcons/search/semantic?q=${w.word}&limit=20`, { headers: { authorization: `Bearer ${KEY}` } });
+        // The whole conversation as the query: every vCon here differs from the others by one made-up
+        // word, which a whole-conversation vector weighs little, so a one-word query is no test of it.
+        const res = await fetch(`${via}/api/v1/vcons/search/semantic?q=${encodeURIComponent(w.text)}&limit=20`, { headers: { authorization: `Bearer ${KEY}` } });
         expect(res.status).toBe(200);
         const found = (((await res.json()) as any).results ?? []).some((x: { uuid: string }) => x.uuid === uuid);
         if (found) break;
