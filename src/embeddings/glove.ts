@@ -93,20 +93,33 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     }
     return trigramIndex;
   };
-  const correct = (w: string): number => {
-    const hit = memo.get(w);
-    if (hit !== undefined) return hit;
+
+  /**
+   * Vocabulary words sharing a third of `w`'s trigrams and within edit distance 1 (2 from 7
+   * letters), with their distance: the candidates both correction and suggestion choose from.
+   */
+  const spellingNeighbours = (w: string): { i: number; d: number }[] => {
     const postings = buildSpelling();
     const grams = trigrams(w);
     const shared = new Map<number, number>();
     for (const t of grams) for (const i of postings.get(t) ?? []) shared.set(i, (shared.get(i) ?? 0) + 1);
     const maxDist = w.length >= 7 ? 2 : 1;
     const need = Math.max(1, Math.floor(grams.length / 3));
-    let best = -1;
-    let bestDist = maxDist + 1;
+    const out: { i: number; d: number }[] = [];
     for (const [i, count] of shared) {
       if (count < need) continue;
       const d = editDistance(w, wv.words[i], maxDist);
+      if (d <= maxDist) out.push({ i, d });
+    }
+    return out;
+  };
+
+  const correct = (w: string): number => {
+    const hit = memo.get(w);
+    if (hit !== undefined) return hit;
+    let best = -1;
+    let bestDist = Infinity;
+    for (const { i, d } of spellingNeighbours(w)) {
       // Ties go to the more frequent word (lower index).
       if (d < bestDist || (d === bestDist && i < best)) {
         best = i;
@@ -125,18 +138,7 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
   const suggest = (w: string, limit = 8): { known: boolean; words: string[] } => {
     const own = wv.index.get(w);
     const known = own !== undefined && own < SPELL_VOCAB;
-    const postings = buildSpelling();
-    const grams = trigrams(w);
-    const shared = new Map<number, number>();
-    for (const t of grams) for (const i of postings.get(t) ?? []) shared.set(i, (shared.get(i) ?? 0) + 1);
-    const maxDist = w.length >= 7 ? 2 : 1;
-    const need = Math.max(1, Math.floor(grams.length / 3));
-    const found: { i: number; d: number }[] = [];
-    for (const [i, count] of shared) {
-      if (count < need || i === own) continue;
-      const d = editDistance(w, wv.words[i], maxDist);
-      if (d <= maxDist) found.push({ i, d });
-    }
+    const found = spellingNeighbours(w).filter((f) => f.i !== own);
     found.sort((a, b) => a.d - b.d || a.i - b.i);
     return { known, words: found.slice(0, limit).map((f) => wv.words[f.i]) };
   };
