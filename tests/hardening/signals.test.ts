@@ -66,7 +66,9 @@ async function signalDuringCreates(signal: 'SIGTERM' | 'SIGKILL', env: Record<st
 
 describe('signals during 100 in-flight creates', () => {
   it('SIGTERM: the server drains them all (201), stores each whole, refuses new connections and exits 0', async () => {
-    const r = await signalDuringCreates('SIGTERM', { HOLD_MS: '500' }, N);
+    // Requests take turns for the pool (DB_POOL_MAX 10) while the plugin holds each one 0.5 s: give
+    // the queue room, so all 100 reach the service instead of some answering database_busy.
+    const r = await signalDuringCreates('SIGTERM', { HOLD_MS: '500', DB_QUEUE_TIMEOUT_MS: '30000' }, N);
     console.log(`[hardening] SIGTERM: in flight ${r.inFlight}, acknowledged ${r.acked.length}, present ${r.acked.filter((u) => r.stored.has(u)).length}, exit ${r.exit.exitCode} after ${r.exitMs} ms`);
     expect(r.inFlight).toBe(N);
     expect(r.outcomes.map((o) => o.status || o.error)).toEqual(Array(N).fill(201));
@@ -80,7 +82,9 @@ describe('signals during 100 in-flight creates', () => {
   });
 
   it('SIGTERM with creates held past the shutdown timeout: no acknowledged create lost, nothing half-written', async () => {
-    const r = await signalDuringCreates('SIGTERM', { HOLD_MS: '1500', SHUTDOWN_TIMEOUT_MS: '300' }, N);
+    // All 100 must be inside the service at once when the signal lands: a request holds its pool turn
+    // for the whole create, so the pool must admit 100 (the held creates open no connection yet).
+    const r = await signalDuringCreates('SIGTERM', { HOLD_MS: '1500', SHUTDOWN_TIMEOUT_MS: '300', DB_POOL_MAX: '100' }, N);
     const statuses = r.outcomes.map((o) => o.status || o.error);
     console.log(`[hardening] SIGTERM past timeout: in flight ${r.inFlight}, answers ${JSON.stringify(countBy(statuses))}, acknowledged ${r.acked.length}, present ${r.acked.filter((u) => r.stored.has(u)).length}, stored ${r.stored.size}, exit ${r.exit.exitCode} after ${r.exitMs} ms`);
     expect(r.inFlight).toBe(N);
