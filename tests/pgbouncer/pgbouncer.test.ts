@@ -10,7 +10,7 @@ import { createSql } from '../../src/db/client.js';
 import { dropGroupRoles, groupRoleNames, provisionGroupRoles } from '../../src/db/roles.js';
 import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { startPgBouncer, type PgBouncer } from './pgbouncer.js';
+import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from './pgbouncer.js';
 
 interface Group {
   schema: string;
@@ -24,7 +24,11 @@ let bouncer: PgBouncer;
 const groups: Group[] = [];
 const dbName = () => new URL(databaseUrl()).pathname.slice(1) || 'postgres';
 
+// A newcomer's `npm test` may have no PgBouncer: skip there. CI (.ci/run installs it) always runs it.
+const skip = !pgbouncerInstalled && process.env.CI !== 'true';
+
 beforeAll(async () => {
+  if (skip) return;
   const admin = adminSql();
   const made: Omit<Group, 'server'>[] = [];
   try {
@@ -60,6 +64,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  if (skip) return;
   for (const g of groups) await g.server.close();
   await bouncer?.stop();
   const admin = adminSql();
@@ -80,7 +85,7 @@ const doc = (marker: string) => ({
   dialog: [{ type: 'text', start: '2025-01-01T10:00:00Z', parties: [0], encoding: 'none', body: `I want a refund for order ${marker}` }],
 });
 
-describe('groups through PgBouncer (transaction pooling)', () => {
+describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
   it('each server connection is the group role, pinned to its schema by the role', async () => {
     for (const g of groups) {
       const [r] = await g.server.instance.sql<{ u: string; sp: string }[]>`select current_user as u, current_setting('search_path') as sp`;

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 
 const BINARY = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => existsSync(p));
+export const pgbouncerInstalled = BINARY !== undefined;
 
 export interface PgBouncer {
   port: number;
