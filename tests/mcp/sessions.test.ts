@@ -1,18 +1,11 @@
 // Session limits and expiry of /mcp, and an in-process plugin object, on an app built by hand
 // (startTestServer takes env only; these need createMcpHttp options and a plugin object).
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { parseConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
-import { createServices } from '../../src/main.js';
-import { buildApp } from '../../src/http/app.js';
-import { createMcpHttp, type McpHttp } from '../../src/mcp/http.js';
 import type { Plugin } from '../../src/plugins/hooks.js';
-import { getBuildInfo } from '../../src/version.js';
-import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
-import { KEY, RO_KEY } from '../helpers/server.js';
+import { createTestSchema, type TestSchema } from '../helpers/db.js';
+import { KEY } from '../helpers/server.js';
 import { connectHttp, textOf } from './helpers.js';
+import { serveByHand, type HandBuilt } from './hand-built.js';
 
 const seen: string[] = [];
 const inProcess: Plugin = {
@@ -31,40 +24,10 @@ const inProcess: Plugin = {
 
 let t: TestSchema;
 
-interface Running {
-  mcp: McpHttp;
-  url: string;
-  close(): Promise<void>;
-}
+type Running = HandBuilt;
 
 /** An app with its own /mcp: the idle test gets a short idle timeout of its own, so a slow moment between two calls of another test never expires that test's session. */
-async function startApp(idleTimeoutMs: number): Promise<Running> {
-  const config = parseConfig({
-    MCP_TRANSPORT: 'http',
-    DATABASE_URL: databaseUrl(),
-    SUPABASE_DB_SCHEMA: t.schema,
-    API_KEYS: KEY,
-    API_KEYS_READONLY: RO_KEY,
-    LOG_LEVEL: 'silent',
-  });
-  const log = createLogger(config);
-  const services = createServices(t.sql, config, [inProcess]);
-  const buildInfo = getBuildInfo();
-  const mcp = createMcpHttp({ config, log, services, buildInfo, production: false, basePath: config.rest.basePath, idleTimeoutMs, maxSessions: 2 });
-  const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });
-  const server = await new Promise<Server>((resolve) => {
-    const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
-  });
-  return {
-    mcp,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async close() {
-      await mcp.close();
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
+const startApp = (idleTimeoutMs: number): Promise<Running> => serveByHand(t, [inProcess], { idleTimeoutMs, maxSessions: 2 });
 
 let main: Running;
 let url: string;
