@@ -17,7 +17,12 @@ export default tseslint.config(
   { files: ['src/**/*.ts'], rules: { 'no-console': 'error' } },
   {
     files: ['src/domain/**/*.ts'],
-    rules: restrict([{ group: ['express', '@modelcontextprotocol/*', 'postgres', 'pino', '../db/*', '../services/*', '../http/*', '../mcp/*'], message: 'domain imports only zod' }]),
+    rules: restrict([
+      {
+        group: ['express', '@modelcontextprotocol/*', 'postgres', 'pino', '../db/*', '../services/*', '../http/*', '../mcp/*'],
+        message: 'domain imports only zod',
+      },
+    ]),
   },
   {
     files: ['src/services/**/*.ts'],
@@ -29,9 +34,7 @@ export default tseslint.config(
   },
   {
     files: ['src/http/**/*.ts', 'src/mcp/**/*.ts', 'src/transport/**/*.ts'],
-    rules: restrict([
-      { group: ['postgres', '**/db/*', '**/db/**'], message: 'transports call services, never the database' },
-    ]),
+    rules: restrict([{ group: ['postgres', '**/db/*', '**/db/**'], message: 'transports call services, never the database' }]),
   },
   {
     // What both transports share (auth, CORS, the error mapping) lives in src/transport, by name.
@@ -51,9 +54,15 @@ export default tseslint.config(
   {
     files: ['cli/**/*.ts'],
     rules: restrict([
-      { group: ['**/src/http/**', '**/src/mcp/**', '**/src/services/**'], message: 'the launcher uses config and the migration runner, not the server internals' },
+      {
+        group: ['**/src/http/**', '**/src/mcp/**', '**/src/services/**'],
+        message: 'the launcher uses config and the migration runner, not the server internals',
+      },
       { group: ['postgres'], message: 'the launcher supervises; SQL lives in src/db (roles.ts, migrate.ts)' },
     ]),
   },
-  { files: ['**/*.js', '**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', globalThis: 'readonly' } } },
+  {
+    files: ['**/*.js', '**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', globalThis: 'readonly' } },
+  },
 );

@@ -100,11 +100,7 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
  * Places the groups of one database. Explicit pools are taken as asked; the others share what
  * is left evenly, at most DEFAULT_POOL each and at least 1.
  */
-export function planDatabase(
-  requests: BudgetRequest[],
-  limits: ServerLimits,
-  opts: { reserve: number | undefined; held: Held[] },
-): DatabaseBudget {
+export function planDatabase(requests: BudgetRequest[], limits: ServerLimits, opts: { reserve: number | undefined; held: Held[] }): DatabaseBudget {
   const first = requests[0];
   const reserve = opts.reserve ?? defaultReserve(limits.maxConnections);
   const heldTotal = opts.held.reduce((n, h) => n + h.connections, 0);

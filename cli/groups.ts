@@ -79,9 +79,7 @@ export function loadGroup(name: string, envDir: string, launcher: Pick<LauncherE
   const envFile = path.join(envDir, `${name}.env`);
   if (!existsSync(envFile)) {
     const known = existsSync(envDir) ? listGroupNames(envDir) : [];
-    throw new GroupConfigError([
-      { subject: envFile, messages: [`no such file; known groups: ${known.length ? known.join(', ') : '(none)'}`] },
-    ]);
+    throw new GroupConfigError([{ subject: envFile, messages: [`no such file; known groups: ${known.length ? known.join(', ') : '(none)'}`] }]);
   }
   const sharedFile = path.join(envDir, SHARED_FILE);
   const fileEnv: EnvInput = { ...readEnvFile(sharedFile), ...readEnvFile(envFile) };
@@ -109,9 +107,7 @@ export function loadGroup(name: string, envDir: string, launcher: Pick<LauncherE
   if (!config || problems.length) throw new GroupConfigError([{ subject: envFile, messages: problems }]);
   const databaseUrl = config.db.url;
   const unknownVariables = Object.keys(fileEnv).filter((k) => !KNOWN_VARIABLES.has(k));
-  const db = databaseUrl
-    ? describeDatabase(databaseUrl)
-    : { key: `embedded:${config.dataDir}`, label: 'embedded' };
+  const db = databaseUrl ? describeDatabase(databaseUrl) : { key: `embedded:${config.dataDir}`, label: 'embedded' };
   return {
     name,
     envFile,
@@ -144,7 +140,9 @@ export function findCollisions(specs: GroupSpec[]): GroupProblem[] {
     if (group.length < 2) continue;
     problems.push({
       subject: `groups ${group.map((g) => g.name).join(', ')}`,
-      messages: [`SUPABASE_DB_SCHEMA: all use schema "${group[0].config.db.schema}" on database ${group[0].databaseLabel}; each group needs its own schema`],
+      messages: [
+        `SUPABASE_DB_SCHEMA: all use schema "${group[0].config.db.schema}" on database ${group[0].databaseLabel}; each group needs its own schema`,
+      ],
     });
   }
   for (const [port, group] of byPort) {

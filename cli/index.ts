@@ -15,8 +15,7 @@ import { registerCheck } from './commands/check.js';
 import { registerRotate } from './commands/rotate.js';
 import { registerExport } from './commands/export.js';
 
-const readVersion = () =>
-  (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
+const readVersion = () => (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** Builds the program with every command registered. */
 export function buildProgram(): Command {

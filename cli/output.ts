@@ -5,7 +5,12 @@ export function formatTable(header: string[], rows: (string | number | null | un
   const cells = [header, ...rows.map((r) => r.map((c) => (c === null || c === undefined || c === '' ? '-' : String(c))))];
   const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return cells
-    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : (c ?? '').padEnd(widths[i]))).join('  ').trimEnd())
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : (c ?? '').padEnd(widths[i])))
+        .join('  ')
+        .trimEnd(),
+    )
     .join('\n');
 }
 
@@ -38,4 +43,3 @@ export function createNoteLog(verbose = true) {
     },
   };
 }
-

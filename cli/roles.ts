@@ -6,7 +6,14 @@ import { createSql } from '../src/db/client.js';
 import { migrate } from '../src/db/migrate.js';
 import { isDatabaseUnavailable } from '../src/domain/errors.js';
 import {
-  adminPowers, groupRoleNames, openAdmin, otherGroupSchemas, provisionGroupRoles, userOfUrl, withCredentials, type AdminPowers,
+  adminPowers,
+  groupRoleNames,
+  openAdmin,
+  otherGroupSchemas,
+  provisionGroupRoles,
+  userOfUrl,
+  withCredentials,
+  type AdminPowers,
 } from '../src/db/roles.js';
 import { newPassword, type CredentialStore, type GroupCredentials } from './credentials.js';
 import type { Databases } from './database.js';
@@ -45,7 +52,13 @@ function whyShared(spec: GroupSpec, powers: AdminPowers, launcher: Pick<Launcher
 export async function prepareIdentities(
   specs: GroupSpec[],
   databases: Databases,
-  opts: { store: CredentialStore; launcher: Pick<LauncherEnvironment, 'roles' | 'allowSharedSuperuser'>; detach?: boolean; rotate?: boolean; quiet?: boolean },
+  opts: {
+    store: CredentialStore;
+    launcher: Pick<LauncherEnvironment, 'roles' | 'allowSharedSuperuser'>;
+    detach?: boolean;
+    rotate?: boolean;
+    quiet?: boolean;
+  },
 ): Promise<Map<string, GroupIdentity>> {
   const out = new Map<string, GroupIdentity>();
   for (const spec of specs) {
@@ -73,7 +86,9 @@ export async function prepareIdentities(
           }
         }
         if (!opts.quiet) {
-          note(`group ${spec.name} connects as ${powers.user} (${why}): groups on this database share one identity, and isolation rests on the application only`);
+          note(
+            `group ${spec.name} connects as ${powers.user} (${why}): groups on this database share one identity, and isolation rests on the application only`,
+          );
         }
         out.set(spec.name, { env: { DATABASE_URL: adminUrl }, role: powers.user, isolation: 'shared' });
         continue;
@@ -86,7 +101,13 @@ export async function prepareIdentities(
       }
       let creds = opts.store.get(spec.name);
       if (!creds || creds.schema !== schema || creds.role !== names.role || creds.analyze_role !== names.analyzeRole || opts.rotate) {
-        creds = { schema, role: names.role, password: newPassword(), analyze_role: names.analyzeRole, analyze_password: newPassword() } satisfies GroupCredentials;
+        creds = {
+          schema,
+          role: names.role,
+          password: newPassword(),
+          analyze_role: names.analyzeRole,
+          analyze_password: newPassword(),
+        } satisfies GroupCredentials;
       }
       // Stored before PostgreSQL learns it: a crash in between leaves a password we still know.
       opts.store.save(spec.name, creds);
@@ -96,7 +117,8 @@ export async function prepareIdentities(
         password: creds.password,
         analyze: { role: creds.analyze_role, password: creds.analyze_password },
       });
-      if (!outcome.tempFileLimit && !opts.quiet) note(`group ${spec.name}: ${powers.user} is not a superuser, so analyze runs without temp_file_limit`);
+      if (!outcome.tempFileLimit && !opts.quiet)
+        note(`group ${spec.name}: ${powers.user} is not a superuser, so analyze runs without temp_file_limit`);
       const env: Record<string, string> = { ANALYZE_DATABASE_USER: creds.analyze_role, ANALYZE_DATABASE_PASSWORD: creds.analyze_password };
       // A detached child joins the embedded cluster itself (its port is known only then).
       if (databases.isEmbedded(spec) && opts.detach) Object.assign(env, { DATABASE_USER: creds.role, DATABASE_PASSWORD: creds.password });

@@ -14,7 +14,9 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 let gitCommit = 'unknown';
 try {
-  gitCommit = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  gitCommit = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] })
+    .toString()
+    .trim();
 } catch {
   // not a git checkout (e.g. installed from a tarball)
 }

@@ -51,17 +51,19 @@ const int = (def: number, min: number, max: number) =>
 const list = z
   .string()
   .optional()
-  .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+  .transform((v) =>
+    (v ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
 
 const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
-const dbUrl = optionalString.refine(
-  (v) => v === undefined || /^postgres(ql)?:\/\//.test(v),
-  'must be a postgres:// or postgresql:// URL',
-);
+const dbUrl = optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL');
 
 const byteSize = (def: string) =>
   z
@@ -109,7 +111,14 @@ export const EnvSchema = z.object({
     .string()
     .optional()
     .transform((v) => v?.trim() || '*')
-    .transform((v) => (v === '*' ? ('*' as const) : v.split(',').map((s) => s.trim().replace(/\/+$/, '')).filter(Boolean)))
+    .transform((v) =>
+      v === '*'
+        ? ('*' as const)
+        : v
+            .split(',')
+            .map((s) => s.trim().replace(/\/+$/, ''))
+            .filter(Boolean),
+    )
     .refine(
       (v) => v === '*' || v.every((o) => /^https?:\/\/[^\s/]+$/.test(o)),
       'must be * or a comma-separated list of origins like https://app.example.com',
@@ -161,7 +170,11 @@ export const EnvSchema = z.object({
     .toLowerCase()
     .optional()
     .transform((v) => v || 'info')
-    .pipe(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { message: 'must be one of fatal, error, warn, info, debug, trace, silent' })),
+    .pipe(
+      z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+        message: 'must be one of fatal, error, warn, info, debug, trace, silent',
+      }),
+    ),
   EMBEDDINGS_PROVIDER: z
     .string()
     .trim()
@@ -238,9 +251,7 @@ export interface Config {
 /** Thrown when the environment is invalid; lists every bad variable. */
 export class ConfigError extends Error {
   constructor(readonly problems: { variable: string; message: string }[]) {
-    super(
-      `Invalid configuration:\n${problems.map((p) => `  - ${p.variable}: ${p.message}`).join('\n')}`,
-    );
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p.variable}: ${p.message}`).join('\n')}`);
     this.name = 'ConfigError';
   }
 }
@@ -265,9 +276,7 @@ export function readEnvironment(env: EnvInput = process.env, cwd = process.cwd()
 export function parseConfig(env: EnvInput): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '(environment)'), message: i.message })),
-    );
+    throw new ConfigError(parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '(environment)'), message: i.message })));
   }
   const e = parsed.data;
   if (e.EMBEDDINGS_PROVIDER === 'openai' && !e.EMBEDDINGS_URL && !e.EMBEDDINGS_API_KEY) {
@@ -283,8 +292,16 @@ export function parseConfig(env: EnvInput): Config {
     envFile: e.ENV_FILE,
     dataDir: path.resolve(e.VCON_DATA_DIR ?? path.join(packageRoot, '.vcon')),
     rest: { enabled: e.REST_API_ENABLED, basePath: e.REST_API_BASE_PATH, bodyLimit: e.REST_API_BODY_LIMIT },
-    mcp: { transport: e.MCP_TRANSPORT, host: e.MCP_HTTP_HOST, port: e.MCP_HTTP_PORT, readOnly: e.MCP_READONLY, stateless: e.MCP_HTTP_STATELESS,
-      maxSessions: e.MCP_MAX_SESSIONS, sessionsPerKey: e.MCP_SESSIONS_PER_KEY, sessionsPerReadOnlyKey: e.MCP_SESSIONS_PER_READONLY_KEY },
+    mcp: {
+      transport: e.MCP_TRANSPORT,
+      host: e.MCP_HTTP_HOST,
+      port: e.MCP_HTTP_PORT,
+      readOnly: e.MCP_READONLY,
+      stateless: e.MCP_HTTP_STATELESS,
+      maxSessions: e.MCP_MAX_SESSIONS,
+      sessionsPerKey: e.MCP_SESSIONS_PER_KEY,
+      sessionsPerReadOnlyKey: e.MCP_SESSIONS_PER_READONLY_KEY,
+    },
     cors: { origins: e.CORS_ORIGIN },
     auth: { required: e.API_AUTH_REQUIRED, keys: e.API_KEYS, readOnlyKeys: e.API_KEYS_READONLY, header: e.API_KEY_HEADER },
     db: {

@@ -106,7 +106,10 @@ export function createServices(sql: Sql, config: Config, plugins: readonly Plugi
  */
 async function checkPinnedByRole(sql: Sql, schema: string): Promise<void> {
   const [{ search_path }] = await sql<{ search_path: string }[]>`select current_setting('search_path') as search_path`;
-  const first = search_path.split(',')[0]?.trim().replace(/^"(.*)"$/, '$1');
+  const first = search_path
+    .split(',')[0]
+    ?.trim()
+    .replace(/^"(.*)"$/, '$1');
   if (first !== schema) {
     throw new ConfigError([
       {
@@ -181,7 +184,9 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     await migrate(sql, config.db.schema, { log }).catch((err: Error) => {
       // PgBouncer refuses the startup parameters that pin the schema: say which setting fixes it.
       if (/unsupported startup parameter/i.test(err.message)) {
-        throw new ConfigError([{ variable: 'DB_POOLER', message: `the server refused a startup parameter (${err.message}): behind PgBouncer set DB_POOLER=pgbouncer` }]);
+        throw new ConfigError([
+          { variable: 'DB_POOLER', message: `the server refused a startup parameter (${err.message}): behind PgBouncer set DB_POOLER=pgbouncer` },
+        ]);
       }
       throw err;
     });
@@ -279,7 +284,14 @@ export async function runMain(): Promise<void> {
     process.exit(1);
   }
   if (process.send) {
-    process.send({ type: 'ready', pid: process.pid, port: instance.port ?? null, url: instance.url ?? null, schema: config.db.schema, label: config.label });
+    process.send({
+      type: 'ready',
+      pid: process.pid,
+      port: instance.port ?? null,
+      url: instance.url ?? null,
+      schema: config.db.schema,
+      label: config.label,
+    });
   }
   const onSignal = (signal: NodeJS.Signals) => {
     log.info({ signal }, 'shutting down');

@@ -30,7 +30,10 @@ export function createSearch(deps: { sql: Sql; provider: EmbeddingProvider; plug
   const indexer = createSearchIndexer({ provider, transact });
   /** Indexes every written vCon inside its write transaction, after its search units. */
   const writer: DerivedWriter = (db, items) =>
-    indexer.indexStored(indexRepos(db), items.map((i) => ({ uuid: i.uuid, created_at: i.derived.created_at, units: i.derived.units })));
+    indexer.indexStored(
+      indexRepos(db),
+      items.map((i) => ({ uuid: i.uuid, created_at: i.derived.created_at, units: i.derived.units })),
+    );
   const service = createSearchService({ repo: createSearchRepo(sql), queue: createEmbeddingQueueRepo(sql), provider, plugins });
   // An inline provider embeds in the write transaction; a remote one drains its queue in the background.
   const worker = provider.inline ? undefined : createEmbeddingWorker({ queue: createEmbeddingQueueRepo(sql), indexer, transact, log });

@@ -31,7 +31,9 @@ const EXAMPLE_FILE = 'example.env';
  */
 export async function checkEnvDir(envDir: string, launcher: Pick<LauncherEnvironment, 'databaseUrl' | 'roles'>): Promise<CheckResult[]> {
   if (!existsSync(envDir)) throw new UserError(`env directory ${envDir} does not exist`);
-  const files = readdirSync(envDir).filter((f) => f.endsWith('.env')).sort();
+  const files = readdirSync(envDir)
+    .filter((f) => f.endsWith('.env'))
+    .sort();
   const results: CheckResult[] = [];
   const known = new Set(Object.keys(EnvSchema.shape));
   if (files.includes(SHARED_FILE)) {
@@ -93,19 +95,23 @@ async function identityOf(
   if (!launcher.roles) return shared(user, `${ROLES_VARIABLE}=off`);
   const url = spec.databaseUrl;
   if (!probes.has(url)) {
-    probes.set(url, (async () => {
-      const admin = openAdmin(url);
-      try {
-        return await adminPowers(admin);
-      } catch (err) {
-        return err as Error;
-      } finally {
-        await admin.end({ timeout: 2 });
-      }
-    })());
+    probes.set(
+      url,
+      (async () => {
+        const admin = openAdmin(url);
+        try {
+          return await adminPowers(admin);
+        } catch (err) {
+          return err as Error;
+        } finally {
+          await admin.end({ timeout: 2 });
+        }
+      })(),
+    );
   }
   const powers = await probes.get(url)!;
-  if (powers instanceof Error) return { summary: `role unknown`, warning: `could not reach the database to tell whether ${user} may create roles: ${powers.message}` };
+  if (powers instanceof Error)
+    return { summary: `role unknown`, warning: `could not reach the database to tell whether ${user} may create roles: ${powers.message}` };
   if (!powers.createRole) return shared(user, `${user} may not create roles`);
   return { summary: `own role ${role}` };
 }
@@ -144,7 +150,12 @@ export async function checkBudget(envDir: string, launcher: Pick<LauncherEnviron
   for (const b of budgets) {
     const subject = `connection budget of ${b.databaseLabel}`;
     if (b.unchecked) {
-      out.push({ subject, ok: true, problems: [], warnings: [`cannot reach the database to read max_connections (${b.unchecked}); budget not checked`] });
+      out.push({
+        subject,
+        ok: true,
+        problems: [],
+        warnings: [`cannot reach the database to read max_connections (${b.unchecked}); budget not checked`],
+      });
       continue;
     }
     const snap = snapshots.get(b.databaseKey);

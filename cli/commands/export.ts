@@ -57,7 +57,10 @@ function reachableFromContainer(url: string | undefined): boolean {
 
 /** A DNS-1123 label from a group name (letters, digits, _ and . allowed there; Kubernetes takes a-z0-9-). */
 export function resourceName(group: string): string {
-  const base = group.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '');
+  const base = group
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '');
   return `vcon-${base || 'group'}`.slice(0, 63).replace(/-+$/, '');
 }
 

@@ -130,7 +130,12 @@ export function dropCollisions(items: Item[]): { send: Item[]; skipped: ImportOu
   }
   return {
     send: items.filter((i) => !losers.has(i)),
-    skipped: [...losers].map((i) => ({ source: i.source, outcome: 'skipped', uuid: i.uuid, reason: `same uuid as ${byUuid.get(i.uuid!)!.at(-1)!.source}, which is stored instead` })),
+    skipped: [...losers].map((i) => ({
+      source: i.source,
+      outcome: 'skipped',
+      uuid: i.uuid,
+      reason: `same uuid as ${byUuid.get(i.uuid!)!.at(-1)!.source}, which is stored instead`,
+    })),
     collisions,
   };
 }
@@ -162,10 +167,14 @@ const reasonOf = (r: { error?: string; message?: string; details?: { path: strin
   const message = r.message ?? '';
   // The message usually spells out the details already; add them only when it does not.
   const extra = (r.details ?? []).filter((d) => !message.includes(d.path));
-  const details = extra.length ? ` [${extra.slice(0, 3).map((d) => `${d.path}: ${d.message}`).join('; ')}${extra.length > 3 ? '; …' : ''}]` : '';
+  const details = extra.length
+    ? ` [${extra
+        .slice(0, 3)
+        .map((d) => `${d.path}: ${d.message}`)
+        .join('; ')}${extra.length > 3 ? '; …' : ''}]`
+    : '';
   return `${r.error ?? 'rejected'}: ${message}${details}`;
 };
-
 
 async function postBatch(api: string, headers: Record<string, string>, batch: Item[]): Promise<{ outcomes: ImportOutcome[]; retry: Item[] }> {
   const res = await fetch(`${api}/vcons/batch`, {
@@ -265,7 +274,7 @@ export async function importFiles(
   try {
     let done = 0;
     // Files sharing a uuid (a vCon and its signed form, say) go in successive rounds, in file order.
-    for (let queue = items; queue.length; ) {
+    for (let queue = items; queue.length;) {
       const next: Item[] = [];
       for (const batch of batches(queue)) {
         const r = await postBatch(api, headers, batch);
@@ -315,7 +324,8 @@ export function formatImport(r: ImportReport, cwd = process.cwd()): string {
       lines.push(`    uuid ${c.uuid}: ${c.sources.map(rel).join(', ')} -> stored ${rel(c.kept)}`);
     }
   }
-  if (r.derived_uuids) lines.push(`  ${r.derived_uuids} vCon(s) without a uuid got one derived from their content (importing them again replaces them)`);
+  if (r.derived_uuids)
+    lines.push(`  ${r.derived_uuids} vCon(s) without a uuid got one derived from their content (importing them again replaces them)`);
   return lines.join('\n');
 }
 

@@ -71,9 +71,7 @@ export function formatMigrate(results: MigrateResult[], opts: { status?: boolean
     results.map((r) => {
       if (r.error) return [r.group, r.schema, r.database, `error: ${r.error}`, '?', ...(opts.status ? [] : ['?'])];
       const pending = r.status?.pending.map((p) => p.name).join(', ') || 'none';
-      const applied = opts.status
-        ? r.status?.applied.map((a) => a.name).join(', ') || 'none'
-        : r.applied.join(', ') || 'none (up to date)';
+      const applied = opts.status ? r.status?.applied.map((a) => a.name).join(', ') || 'none' : r.applied.join(', ') || 'none (up to date)';
       return [r.group, r.schema, r.database, applied, pending, ...(opts.status ? [] : [r.role ?? '?'])];
     }),
   );

@@ -38,7 +38,10 @@ export interface ProvisionResult {
 export function writeGroupCredentials(file: string, url: string, analyze: { user: string; password: string }): void {
   const comment = 'The group role created by `vcon-launch provision`: it owns only this group schema.';
   setEnvVariable(file, 'DATABASE_URL', url, { comment, secret: true });
-  setEnvVariable(file, 'ANALYZE_DATABASE_USER', analyze.user, { comment: 'The role POST /database/analyze connects as: SELECT on this schema only.', secret: true });
+  setEnvVariable(file, 'ANALYZE_DATABASE_USER', analyze.user, {
+    comment: 'The role POST /database/analyze connects as: SELECT on this schema only.',
+    secret: true,
+  });
   setEnvVariable(file, 'ANALYZE_DATABASE_PASSWORD', analyze.password, { secret: true });
 }
 
@@ -100,7 +103,10 @@ export async function provisionGroups(opts: ProvisionOptions, launcher: Launcher
       results.push({ group: spec.name, schema, role, action, databaseUrl: url, writtenTo: opts.print ? null : spec.envFile });
     } catch (err) {
       const e = err as Error & { code?: string };
-      if (e.code === '42501') throw new UserError(`group ${spec.name}: the admin connection may not create roles or change owners (${e.message}); use --admin-url with a superuser or CREATEROLE role`);
+      if (e.code === '42501')
+        throw new UserError(
+          `group ${spec.name}: the admin connection may not create roles or change owners (${e.message}); use --admin-url with a superuser or CREATEROLE role`,
+        );
       throw err;
     } finally {
       await admin.end({ timeout: 5 });

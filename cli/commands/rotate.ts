@@ -28,7 +28,9 @@ export async function rotateGroups(opts: RotateOptions, launcher: LauncherEnviro
   const registry = createRegistry(resolveDir(opts.instancesDir));
   const running = specs.filter((s) => registry.get(s.name));
   if (running.length) {
-    throw new UserError(`stop ${running.map((s) => s.name).join(', ')} first (vcon-launch stop --group NAME): a running group would lose its database connections`);
+    throw new UserError(
+      `stop ${running.map((s) => s.name).join(', ')} first (vcon-launch stop --group NAME): a running group would lose its database connections`,
+    );
   }
   const inFile = specs.filter((s) => s.databaseUrl && userOfUrl(s.databaseUrl) === groupRoleNames(s.config.db.schema).role);
   const out: { group: string; role: string; stored: string }[] = [];
@@ -64,7 +66,12 @@ export function registerRotate(program: Command): void {
   addInstancesDirFlag(cmd);
   cmd.action(async (opts: RotateOptions) => {
     const rows = await rotateGroups(opts, readLauncherEnvironment());
-    process.stdout.write(formatTable(['GROUP', 'ROLE', 'STORED IN'], rows.map((r) => [r.group, r.role, r.stored])) + '\n');
+    process.stdout.write(
+      formatTable(
+        ['GROUP', 'ROLE', 'STORED IN'],
+        rows.map((r) => [r.group, r.role, r.stored]),
+      ) + '\n',
+    );
     note('new passwords set; the next start uses them');
   });
 }

@@ -52,7 +52,9 @@ function checkAgainstRunning(specs: GroupSpec[], registry: Registry, instancesDi
   for (const s of specs) {
     const same = live.find((e) => e.group === s.name);
     if (same) {
-      problems.push(`group ${s.name} is already running (pid ${same.pid} at ${same.url}); stop it first: ${commandHint(`stop --group ${s.name}`, instancesDir)}`);
+      problems.push(
+        `group ${s.name} is already running (pid ${same.pid} at ${same.url}); stop it first: ${commandHint(`stop --group ${s.name}`, instancesDir)}`,
+      );
       continue;
     }
     const clash = live.find((e) => e.schema === s.config.db.schema && userOf(e.database) === userOf(s.databaseLabel));
@@ -90,7 +92,9 @@ export async function budgetFor(
 }
 
 /** The table printed once every group is healthy. */
-export function formatStartTable(rows: { group: string; label: string | null; schema: string; role: string; url: string; pid: number; pool: string }[]): string {
+export function formatStartTable(
+  rows: { group: string; label: string | null; schema: string; role: string; url: string; pid: number; pool: string }[],
+): string {
   // `group` is the instance name: the group, or group@N for each replica.
   return formatTable(
     ['GROUP', 'LABEL', 'SCHEMA', 'ROLE', 'URL', 'PID', 'POOL'],
@@ -147,7 +151,13 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   const results = await Promise.allSettled(
     slots.map(async (slot) => {
       const logFile = opts.detach ? path.join(registry.dir, `${slotKey(slot)}.log`) : undefined;
-      const spawnOpts = { env: slot.env, detached: opts.detach, logFile, onLine: opts.detach ? undefined : prefix(slotKey(slot)), timeoutMs: opts.timeoutMs };
+      const spawnOpts = {
+        env: slot.env,
+        detached: opts.detach,
+        logFile,
+        onLine: opts.detach ? undefined : prefix(slotKey(slot)),
+        timeoutMs: opts.timeoutMs,
+      };
       // The port this instance had last time, when it is free: the URL an operator copied stays true.
       const child = await spawnKeepingPort(slot.spec, spawnOpts, registry.lastPort(slotKey(slot)), (o) => spawnChild(slot.spec, o));
       started.push(child);
@@ -166,7 +176,11 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
     for (const s of slots) registry.remove(slotKey(s));
     await databases.release();
     for (const f of failures) note(f instanceof UserError ? f.message : `unexpected error: ${f.stack ?? f.message}`);
-    note(interrupted ? 'interrupted; every started group was stopped' : `${failures.length} of ${specs.length} group(s) failed to start; nothing is left running`);
+    note(
+      interrupted
+        ? 'interrupted; every started group was stopped'
+        : `${failures.length} of ${specs.length} group(s) failed to start; nothing is left running`,
+    );
     return 1;
   }
 

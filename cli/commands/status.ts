@@ -55,11 +55,29 @@ export function formatStatusTable(rows: GroupStatus[]): string {
   return formatTable(
     ['GROUP', 'STATUS', 'PID', 'URL', 'SCHEMA', 'ROLE', 'LABEL', 'DATABASE', 'POOL', 'CONNS', 'REPORTED (schema / label / db)', 'MODE'],
     rows.map((r) => {
-      const h = (r.health ?? {}) as { schema?: string; instance?: string | null; database?: string; pool?: { size?: number; connections?: number | null } };
+      const h = (r.health ?? {}) as {
+        schema?: string;
+        instance?: string | null;
+        database?: string;
+        pool?: { size?: number; connections?: number | null };
+      };
       const reported = r.status === 'unreachable' ? 'no answer' : `${h.schema ?? '?'} / ${h.instance ?? '-'} / ${h.database ?? '?'}`;
       const pool = `${h.pool?.size ?? r.db_pool ?? '?'}${r.db_pooled ? ' (pgbouncer)' : ''}`;
       const conns = h.pool?.connections ?? '-';
-      return [instanceKey(r), r.status, r.pid, r.url, r.schema, r.role, r.label, r.database, pool, conns, reported, r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached'];
+      return [
+        instanceKey(r),
+        r.status,
+        r.pid,
+        r.url,
+        r.schema,
+        r.role,
+        r.label,
+        r.database,
+        pool,
+        conns,
+        reported,
+        r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached',
+      ];
     }),
   );
 }

@@ -26,8 +26,55 @@ export function uuidFrom(rnd: () => number): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-const FIRST = ['Ana', 'Ben', 'Chloe', 'David', 'Elena', 'Farid', 'Grace', 'Hiro', 'Ines', 'Jonas', 'Kara', 'Liam', 'Maya', 'Noah', 'Olga', 'Pablo', 'Quinn', 'Rosa', 'Sami', 'Tara', 'Uma', 'Victor', 'Wen', 'Yusuf', 'Zoe'];
-const LAST = ['Alvarez', 'Brown', 'Chen', 'Dubois', 'Eriksen', 'Fischer', 'Garcia', 'Haddad', 'Ivanova', 'Jensen', 'Kim', 'Lopez', 'Moreau', 'Nakamura', 'Okafor', 'Patel', 'Rossi', 'Silva', 'Tanaka', 'Weber'];
+const FIRST = [
+  'Ana',
+  'Ben',
+  'Chloe',
+  'David',
+  'Elena',
+  'Farid',
+  'Grace',
+  'Hiro',
+  'Ines',
+  'Jonas',
+  'Kara',
+  'Liam',
+  'Maya',
+  'Noah',
+  'Olga',
+  'Pablo',
+  'Quinn',
+  'Rosa',
+  'Sami',
+  'Tara',
+  'Uma',
+  'Victor',
+  'Wen',
+  'Yusuf',
+  'Zoe',
+];
+const LAST = [
+  'Alvarez',
+  'Brown',
+  'Chen',
+  'Dubois',
+  'Eriksen',
+  'Fischer',
+  'Garcia',
+  'Haddad',
+  'Ivanova',
+  'Jensen',
+  'Kim',
+  'Lopez',
+  'Moreau',
+  'Nakamura',
+  'Okafor',
+  'Patel',
+  'Rossi',
+  'Silva',
+  'Tanaka',
+  'Weber',
+];
 const DOMAINS = ['example.com', 'mail.example.org', 'corp.example.net', 'inbox.example.io'];
 
 interface Topic {
@@ -212,8 +259,24 @@ export function generateVcon(seed: number, i: number): Record<string, unknown> {
     ],
     dialog,
     analysis: [
-      { type: 'transcript', dialog: dialog.map((_, k) => k), vendor: 'bench', product: 'transcriber', schema: 'text', encoding: 'none', body: transcript.join('\n') },
-      { type: 'summary', dialog: [0], vendor: 'bench', product: 'summariser', schema: 'text', encoding: 'none', body: `${topic.summary} Contact via ${channel}.` },
+      {
+        type: 'transcript',
+        dialog: dialog.map((_, k) => k),
+        vendor: 'bench',
+        product: 'transcriber',
+        schema: 'text',
+        encoding: 'none',
+        body: transcript.join('\n'),
+      },
+      {
+        type: 'summary',
+        dialog: [0],
+        vendor: 'bench',
+        product: 'summariser',
+        schema: 'text',
+        encoding: 'none',
+        body: `${topic.summary} Contact via ${channel}.`,
+      },
     ],
     attachments: [{ purpose: 'tags', encoding: 'json', body: tags }],
   };

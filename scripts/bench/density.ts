@@ -64,10 +64,25 @@ function vconDoc() {
   return {
     vcon: '0.3.0',
     subject: `Call about ${topic}`,
-    parties: [{ tel: '+15550100', name: 'Customer' }, { mailto: 'agent@example.com', name: 'Agent' }],
+    parties: [
+      { tel: '+15550100', name: 'Customer' },
+      { mailto: 'agent@example.com', name: 'Agent' },
+    ],
     dialog: [
-      { type: 'text', start: new Date().toISOString(), parties: [0, 1], encoding: 'none', body: `Hello, I need help with my ${topic}. It has been a week.` },
-      { type: 'text', start: new Date().toISOString(), parties: [1, 0], encoding: 'none', body: `Sorry about the ${topic}; let me look at the account and fix it today.` },
+      {
+        type: 'text',
+        start: new Date().toISOString(),
+        parties: [0, 1],
+        encoding: 'none',
+        body: `Hello, I need help with my ${topic}. It has been a week.`,
+      },
+      {
+        type: 'text',
+        start: new Date().toISOString(),
+        parties: [1, 0],
+        encoding: 'none',
+        body: `Sorry about the ${topic}; let me look at the account and fix it today.`,
+      },
     ],
     analysis: [{ type: 'summary', vendor: 'bench', encoding: 'none', body: `Customer asks about ${topic}` }],
   };
@@ -96,7 +111,12 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
   const instancesDir = path.join(opts.dir, 'instances');
   mkdirSync(envDir, { recursive: true });
   const shared = { DATABASE_URL: pg.url, API_KEYS: KEY, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...opts.sharedEnv };
-  writeFileSync(path.join(envDir, 'shared.env'), Object.entries(shared).map(([k, v]) => `${k}=${v}\n`).join(''));
+  writeFileSync(
+    path.join(envDir, 'shared.env'),
+    Object.entries(shared)
+      .map(([k, v]) => `${k}=${v}\n`)
+      .join(''),
+  );
   for (let g = 0; g < opts.groups; g++) writeFileSync(path.join(envDir, `g${g}.env`), `SUPABASE_DB_SCHEMA=density_g${g}\n`);
   const cli = (...args: string[]) =>
     execa(process.execPath, [CLI_JS, ...args, '--instances-dir', instancesDir], {
@@ -153,10 +173,13 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
         const route: DensityRoute = uuids.length === 0 || r < 0.3 ? 'create' : r < 0.6 ? 'read' : r < 0.85 ? 'keyword' : 'semantic';
         const doc = route === 'create' ? vconDoc() : undefined;
         const url =
-          route === 'create' ? `${base}/vcons`
-          : route === 'read' ? `${base}/vcons/${pick(uuids)}`
-          : route === 'keyword' ? `${base}/vcons/search/content?q=${pick(WORDS)}&limit=10`
-          : `${base}/vcons/search/semantic?q=${encodeURIComponent(`problem with my ${pick(WORDS)}`)}&limit=10`;
+          route === 'create'
+            ? `${base}/vcons`
+            : route === 'read'
+              ? `${base}/vcons/${pick(uuids)}`
+              : route === 'keyword'
+                ? `${base}/vcons/search/content?q=${pick(WORDS)}&limit=10`
+                : `${base}/vcons/search/semantic?q=${encodeURIComponent(`problem with my ${pick(WORDS)}`)}&limit=10`;
         const t = performance.now();
         try {
           const res = await fetch(url, {
@@ -203,7 +226,21 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
     const routes = Object.fromEntries(
       DENSITY_ROUTES.map((r) => {
         const ok = samples[r].filter((x) => x.status < 400);
-        return [r, { requests: samples[r].length, ok: ok.length, p50_ms: percentile(ok.map((x) => x.ms), 50), p95_ms: percentile(ok.map((x) => x.ms), 95) }];
+        return [
+          r,
+          {
+            requests: samples[r].length,
+            ok: ok.length,
+            p50_ms: percentile(
+              ok.map((x) => x.ms),
+              50,
+            ),
+            p95_ms: percentile(
+              ok.map((x) => x.ms),
+              95,
+            ),
+          },
+        ];
       }),
     ) as DensityResult['routes'];
     return {
@@ -238,7 +275,15 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
 export function densityFigures(r: DensityResult): Figure[] {
   const id = (s: string) => `density.n${r.groups}.${s}`;
   const one = (s: string, label: string, unit: string, value: number, goal?: number, note?: string) =>
-    makeFigure({ id: id(s), label: `${r.groups} groups: ${label}`, unit, better: 'lower', rounds: [value], goal: goal === undefined ? undefined : { kind: 'max', value: goal }, note });
+    makeFigure({
+      id: id(s),
+      label: `${r.groups} groups: ${label}`,
+      unit,
+      better: 'lower',
+      rounds: [value],
+      goal: goal === undefined ? undefined : { kind: 'max', value: goal },
+      note,
+    });
   const resets = Object.values(r.errors).reduce((a, b) => a + b, 0);
   return [
     one('healthy_s', 'start --all --detach to all healthy', 's', r.healthy_s, 15),
@@ -261,13 +306,27 @@ export function densityMarkdown(results: DensityResult[]): string {
     '',
     '| N | clients/group | pool/group | healthy (s) | idle RSS total / max per group (MB) | requests | statuses | database_busy | other 5xx | no answer | RSS after total / max (MB) | max connections in use | operator refused | lost |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...results.map((r) =>
-      `| ${r.groups} | ${r.clients_per_group} | ${r.pool_per_group.join(',')} | ${f(r.healthy_s)} | ${f(r.idle_rss_mb.total)} / ${f(r.idle_rss_mb.per_group_max)} | ${r.requests} | ${Object.entries(r.statuses).map(([k, v]) => `${k}: ${v}`).join(', ')} | ${r.database_busy} | ${r.other_5xx} | ${Object.entries(r.errors).map(([k, v]) => `${k}: ${v}`).join(', ') || 0} | ${f(r.rss_after_mb.total)} / ${f(r.rss_after_mb.per_group_max)} | ${r.max_connections_in_use} | ${r.operator.refused} of ${r.operator.attempts} | ${r.lost_processes} |`,
+    ...results.map(
+      (r) =>
+        `| ${r.groups} | ${r.clients_per_group} | ${r.pool_per_group.join(',')} | ${f(r.healthy_s)} | ${f(r.idle_rss_mb.total)} / ${f(r.idle_rss_mb.per_group_max)} | ${r.requests} | ${Object.entries(
+          r.statuses,
+        )
+          .map(([k, v]) => `${k}: ${v}`)
+          .join(', ')} | ${r.database_busy} | ${r.other_5xx} | ${
+          Object.entries(r.errors)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join(', ') || 0
+        } | ${f(r.rss_after_mb.total)} / ${f(r.rss_after_mb.per_group_max)} | ${r.max_connections_in_use} | ${r.operator.refused} of ${r.operator.attempts} | ${r.lost_processes} |`,
     ),
     '',
     '| N | ' + DENSITY_ROUTES.map((r) => `${r} ok / p50 / p95 (ms)`).join(' | ') + ' |',
     '|---|' + DENSITY_ROUTES.map(() => '---').join('|') + '|',
-    ...results.map((r) => `| ${r.groups} | ` + DENSITY_ROUTES.map((x) => `${r.routes[x].ok}/${r.routes[x].requests} / ${f(r.routes[x].p50_ms)} / ${f(r.routes[x].p95_ms)}`).join(' | ') + ' |'),
+    ...results.map(
+      (r) =>
+        `| ${r.groups} | ` +
+        DENSITY_ROUTES.map((x) => `${r.routes[x].ok}/${r.routes[x].requests} / ${f(r.routes[x].p50_ms)} / ${f(r.routes[x].p95_ms)}`).join(' | ') +
+        ' |',
+    ),
     '',
     ...results.filter((r) => r.operator.reasons.length).map((r) => `- N=${r.groups} operator refusals: ${r.operator.reasons.join('; ')}`),
   ];

@@ -34,7 +34,11 @@ export interface RouteQuality {
 
 export type Shape = 'chat' | 'call' | 'email';
 
-type Conv = { id: string; text: string; vcon: { uuid: string; created_at: string; parties: { name?: string }[]; dialog: unknown[]; attachments?: unknown[] } };
+type Conv = {
+  id: string;
+  text: string;
+  vcon: { uuid: string; created_at: string; parties: { name?: string }[]; dialog: unknown[]; attachments?: unknown[] };
+};
 
 /**
  * The same conversation in another shape real producers send: a call (a recording dialog and its
@@ -48,13 +52,30 @@ function reshape(c: Conv, shape: Shape): Conv['vcon'] {
     const { dialog: _d, ...rest } = v;
     return {
       ...rest,
-      dialog: [{ type: 'recording', start: v.created_at, parties: [0, 1], mediatype: 'audio/x-wav', url: `https://example.com/rec/${c.id}.wav`, duration: 120 }],
+      dialog: [
+        {
+          type: 'recording',
+          start: v.created_at,
+          parties: [0, 1],
+          mediatype: 'audio/x-wav',
+          url: `https://example.com/rec/${c.id}.wav`,
+          duration: 120,
+        },
+      ],
       analysis: [{ type: 'transcript', dialog: 0, vendor: 'devset', encoding: 'json', body: JSON.stringify({ transcript: c.text }) }],
     } as Conv['vcon'];
   }
   const qp = c.text.replace(/=/g, '=3D').replace(/\n/g, '\r\n');
-  const body = [`From: ${customer} <customer@example.com>`, `To: ${agent} <support@example.com>`, 'Subject: Re: your request',
-    'Content-Type: text/plain; charset=utf-8', 'Content-Transfer-Encoding: quoted-printable', '', qp, ''].join('\r\n');
+  const body = [
+    `From: ${customer} <customer@example.com>`,
+    `To: ${agent} <support@example.com>`,
+    'Subject: Re: your request',
+    'Content-Type: text/plain; charset=utf-8',
+    'Content-Transfer-Encoding: quoted-printable',
+    '',
+    qp,
+    '',
+  ].join('\r\n');
   return { ...v, dialog: [{ type: 'text', start: v.created_at, parties: [0, 1], mediatype: 'message/rfc822', encoding: 'none', body }] };
 }
 
@@ -68,7 +89,10 @@ export async function measureDevSet(databaseUrl: string, dir = devSetDir(), shap
   try {
     await migrate(sql, schema);
     for (let i = 0; i < convs.length; i += 100) {
-      const r = await services.vcons.batch(convs.slice(i, i + 100).map((c) => c.vcon), internalCtx);
+      const r = await services.vcons.batch(
+        convs.slice(i, i + 100).map((c) => c.vcon),
+        internalCtx,
+      );
       const bad = r.results.find((x) => x.status === 400);
       if (bad) throw new Error(`the ${shape} shape of item ${i + bad.index} was refused: ${bad.message}`);
     }
@@ -93,7 +117,12 @@ export async function measureDevSet(databaseUrl: string, dir = devSetDir(), shap
       }
       const round = (x: number) => Math.round(x * 1000) / 1000;
       out.push({
-        shape, route, mrr: round(mrr / queries.length), r1: round(r1 / queries.length), empty, queries: queries.length,
+        shape,
+        route,
+        mrr: round(mrr / queries.length),
+        r1: round(r1 / queries.length),
+        empty,
+        queries: queries.length,
         types: Object.fromEntries([...by].map(([k, v]) => [k, round(v.m / v.n)])),
       });
     }
@@ -112,7 +141,9 @@ export const formatDevSet = (rows: RouteQuality[]) =>
   rows.map(
     (r) =>
       `dev set (${r.shape}) ${r.route.padEnd(8)} MRR ${r.mrr.toFixed(3)}  R@1 ${r.r1.toFixed(3)}  ` +
-      `${Object.entries(r.types).map(([k, v]) => `${k} ${v.toFixed(3)}`).join('  ')}  no result ${r.empty}/${r.queries}`,
+      `${Object.entries(r.types)
+        .map(([k, v]) => `${k} ${v.toFixed(3)}`)
+        .join('  ')}  no result ${r.empty}/${r.queries}`,
   );
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -16,43 +16,72 @@ const readBody = async (req: http.IncomingMessage) => {
 
 const routes: [RegExp, string, (m: RegExpExecArray, u: URL, req: http.IncomingMessage) => Promise<unknown>][] = [
   [/^\/health$/, 'GET', async () => ({ success: true, database: (await sql`select 1 as ok`)[0].ok === 1 })],
-  [/^\/vcons\/([0-9a-f-]{36})$/, 'GET', async (m) => ({ success: true, vcon: (await sql`select doc from vcons where uuid = ${m[1]}::uuid`)[0]?.doc })],
-  [/^\/vcons$/, 'POST', async (_m, _u, req) => {
-    const doc = await readBody(req);
-    await sql`insert into floor_docs ${sql({ uuid: doc.uuid, doc: sql.json(doc as never) })} on conflict (uuid) do update set doc = excluded.doc`;
-    return { success: true, uuid: doc.uuid, created: true };
-  }],
-  [/^\/vcons$/, 'GET', async (_m, u) => {
-    const limit = Number(u.searchParams.get('limit') ?? 10);
-    const rows = await sql`select uuid::text, subject, created_at, updated_at, parties_count, dialog_count, analysis_count, attachments_count
+  [
+    /^\/vcons\/([0-9a-f-]{36})$/,
+    'GET',
+    async (m) => ({ success: true, vcon: (await sql`select doc from vcons where uuid = ${m[1]}::uuid`)[0]?.doc }),
+  ],
+  [
+    /^\/vcons$/,
+    'POST',
+    async (_m, _u, req) => {
+      const doc = await readBody(req);
+      await sql`insert into floor_docs ${sql({ uuid: doc.uuid, doc: sql.json(doc as never) })} on conflict (uuid) do update set doc = excluded.doc`;
+      return { success: true, uuid: doc.uuid, created: true };
+    },
+  ],
+  [
+    /^\/vcons$/,
+    'GET',
+    async (_m, u) => {
+      const limit = Number(u.searchParams.get('limit') ?? 10);
+      const rows = await sql`select uuid::text, subject, created_at, updated_at, parties_count, dialog_count, analysis_count, attachments_count
       from vcons order by created_at desc, uuid desc limit ${limit + 1} offset ${Number(u.searchParams.get('offset') ?? 0)}`;
-    return { success: true, data: rows.slice(0, limit), pagination: { limit, has_more: rows.length > limit } };
-  }],
-  [/^\/tags\/search$/, 'GET', async (_m, u) => {
-    const [[k, v]] = Object.entries(JSON.parse(u.searchParams.get('tags')!) as Record<string, string>);
-    const rows = await sql`select v.uuid::text from vcons v where v.tags_updated_at is not null
+      return { success: true, data: rows.slice(0, limit), pagination: { limit, has_more: rows.length > limit } };
+    },
+  ],
+  [
+    /^\/tags\/search$/,
+    'GET',
+    async (_m, u) => {
+      const [[k, v]] = Object.entries(JSON.parse(u.searchParams.get('tags')!) as Record<string, string>);
+      const rows = await sql`select v.uuid::text from vcons v where v.tags_updated_at is not null
       and exists (select 1 from vcon_tags t where t.vcon_uuid = v.uuid and t.key = ${k} and t.value = ${v})
       order by v.tags_updated_at desc, v.uuid desc limit 51`;
-    return { success: true, uuids: rows.map((r) => r.uuid) };
-  }],
-  [/^\/discovery\/analysis\/types$/, 'GET', async () => ({
-    success: true,
-    total_vcons: (await sql`select count(*)::int as n from vcons`)[0].n,
-    values: await sql`select type as value, count(distinct vcon_uuid)::int as count from vcon_analyses where type is not null group by type order by count desc, value`,
-  })],
-  [/^\/vcons\/search\/content$/, 'GET', async (_m, u) => ({
-    success: true,
-    results: await sql`with q as (select websearch_to_tsquery('english', ${u.searchParams.get('q')!}) as query)
+      return { success: true, uuids: rows.map((r) => r.uuid) };
+    },
+  ],
+  [
+    /^\/discovery\/analysis\/types$/,
+    'GET',
+    async () => ({
+      success: true,
+      total_vcons: (await sql`select count(*)::int as n from vcons`)[0].n,
+      values:
+        await sql`select type as value, count(distinct vcon_uuid)::int as count from vcon_analyses where type is not null group by type order by count desc, value`,
+    }),
+  ],
+  [
+    /^\/vcons\/search\/content$/,
+    'GET',
+    async (_m, u) => ({
+      success: true,
+      results: await sql`with q as (select websearch_to_tsquery('english', ${u.searchParams.get('q')!}) as query)
       select vs.vcon_uuid::text as uuid, ts_rank_cd(vs.tsv, q.query, 32)::float8 as score
       from vcon_search vs, q where vs.tsv @@ q.query order by score desc, vs.vcon_uuid desc limit 10`,
-  })],
+    }),
+  ],
 ];
 
 const server = http.createServer((req, res) => {
   const u = new URL(req.url!, 'http://floor');
   for (const [re, method, handle] of routes) {
     const m = req.method === method ? re.exec(u.pathname) : null;
-    if (m) return void handle(m, u, req).then((body) => send(res, 200, body), (err: Error) => send(res, 500, { error: err.message }));
+    if (m)
+      return void handle(m, u, req).then(
+        (body) => send(res, 200, body),
+        (err: Error) => send(res, 500, { error: err.message }),
+      );
   }
   send(res, 404, { error: 'route_not_found' });
 });

@@ -37,7 +37,14 @@ async function oneRound(): Promise<Round> {
     // environment that could point the demo elsewhere.
     const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmp, npm_config_cache: npxCache, npm_config_update_notifier: 'false' };
     // In its own process group, so the stop below reaches npx and the launcher alike, like Ctrl-C.
-    const launcher = execa('npx', ['vcon-launch', 'start', '--group', 'demo'], { cwd: repo, env, extendEnv: false, reject: false, buffer: false, detached: true });
+    const launcher = execa('npx', ['vcon-launch', 'start', '--group', 'demo'], {
+      cwd: repo,
+      env,
+      extendEnv: false,
+      reject: false,
+      buffer: false,
+      detached: true,
+    });
     let out = '';
     let err = '';
     const table = new Promise<number>((resolve, reject) => {

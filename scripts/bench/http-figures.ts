@@ -32,7 +32,15 @@ export interface Targets {
 export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> {
   const server: LoadRound[] = [];
   const floor: LoadRound[] = [];
-  const spec = (url: string): LoadSpec => ({ url, pid: url === t.serverApi ? t.serverPid : t.floorPid, method: c.method, connections: c.connections, seconds: Math.max(t.seconds, c.minSeconds ?? 0), path: c.path, body: c.body });
+  const spec = (url: string): LoadSpec => ({
+    url,
+    pid: url === t.serverApi ? t.serverPid : t.floorPid,
+    method: c.method,
+    connections: c.connections,
+    seconds: Math.max(t.seconds, c.minSeconds ?? 0),
+    path: c.path,
+    body: c.body,
+  });
   // One short unmeasured round each: JIT, plan and connection warm-up.
   await runAutocannon({ ...spec(t.serverApi), seconds: 0.5 });
   await runAutocannon({ ...spec(t.floorApi), seconds: 0.5 });
@@ -56,8 +64,24 @@ export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> 
   const floorLabel = 'node:http + postgres.js, same query';
   const base = `${c.label} @${c.connections}`;
   return [
-    makeFigure({ id: `${c.id}.rps`, label: `${base} req/s`, unit: 'req/s', better: 'higher', rounds: server.map((x) => x.rps), floor: { label: floorLabel, rounds: floor.map((x) => x.rps) }, goal: c.goal, note }),
-    makeFigure({ id: `${c.id}.p50`, label: `${base} p50`, unit: 'ms', better: 'lower', rounds: server.map((x) => x.p50), floor: { label: floorLabel, rounds: floor.map((x) => x.p50) } }),
+    makeFigure({
+      id: `${c.id}.rps`,
+      label: `${base} req/s`,
+      unit: 'req/s',
+      better: 'higher',
+      rounds: server.map((x) => x.rps),
+      floor: { label: floorLabel, rounds: floor.map((x) => x.rps) },
+      goal: c.goal,
+      note,
+    }),
+    makeFigure({
+      id: `${c.id}.p50`,
+      label: `${base} p50`,
+      unit: 'ms',
+      better: 'lower',
+      rounds: server.map((x) => x.p50),
+      floor: { label: floorLabel, rounds: floor.map((x) => x.p50) },
+    }),
     makeFigure({
       id: `${c.id}.cpu`,
       label: `${c.label} server CPU/req`,
@@ -67,6 +91,13 @@ export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> 
       floor: { label: floorLabel, rounds: floor.map((x) => x.cpuUs) },
       note: 'CPU time of the server process per request, from /proc: robust to other load on the machine',
     }),
-    makeFigure({ id: `${c.id}.p95`, label: `${base} p95`, unit: 'ms', better: 'lower', rounds: server.map((x) => x.p95), floor: { label: floorLabel, rounds: floor.map((x) => x.p95) } }),
+    makeFigure({
+      id: `${c.id}.p95`,
+      label: `${base} p95`,
+      unit: 'ms',
+      better: 'lower',
+      rounds: server.map((x) => x.p95),
+      floor: { label: floorLabel, rounds: floor.map((x) => x.p95) },
+    }),
   ];
 }

@@ -69,7 +69,9 @@ export async function measureLauncher(opts: {
 
     const t1 = performance.now();
     const floors: Child[] = await Promise.all(
-      Array.from({ length: opts.groups }, (_, g) => startFloorServer({ name: `floor-l${r}-${g}`, databaseUrl: opts.databaseUrl, searchPath: 'public', runDir: dir })),
+      Array.from({ length: opts.groups }, (_, g) =>
+        startFloorServer({ name: `floor-l${r}-${g}`, databaseUrl: opts.databaseUrl, searchPath: 'public', runDir: dir }),
+      ),
     );
     await Promise.all(floors.map(async (f) => (await fetch(`${f.url}/health`)).arrayBuffer()));
     floorTimes.push((performance.now() - t1) / 1000);

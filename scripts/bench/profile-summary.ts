@@ -64,7 +64,13 @@ export function summariseProfile(p: Profile, opts: { top?: number; focus?: strin
     }
   }
   const table = (title: string, m: Map<string, number>) =>
-    [title, ...[...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, ms]) => `${ms.toFixed(0).padStart(8)} ms ${((100 * ms) / total).toFixed(1).padStart(5)}%  ${k}`)].join('\n');
+    [
+      title,
+      ...[...m]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, top)
+        .map(([k, ms]) => `${ms.toFixed(0).padStart(8)} ms ${((100 * ms) / total).toFixed(1).padStart(5)}%  ${k}`),
+    ].join('\n');
   return [
     `total sampled ${total.toFixed(0)} ms`,
     table('self time by file or package:', byFile),
@@ -94,5 +100,7 @@ if (invokedDirectly) {
     return i >= 0 ? args[i + 1] : undefined;
   };
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-  process.stdout.write(`${summariseProfile(profile, { top: Number(opt('--top') ?? 25), focus: opt('--focus')?.split(','), callers: opt('--callers') })}\n`);
+  process.stdout.write(
+    `${summariseProfile(profile, { top: Number(opt('--top') ?? 25), focus: opt('--focus')?.split(','), callers: opt('--callers') })}\n`,
+  );
 }

@@ -57,7 +57,11 @@ const HEAD = ['figure', 'median (p95 of rounds)', 'floor', 'ratio', 'goal', ''];
 export function formatTable(report: BenchReport): string {
   const all = [HEAD, ...rows(report.figures)];
   const widths = HEAD.map((_, c) => Math.max(...all.map((r) => r[c].length)));
-  const line = (r: string[]) => r.map((cell, c) => (c === 1 || c === 2 || c === 3 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((cell, c) => (c === 1 || c === 2 || c === 3 ? cell.padStart(widths[c]) : cell.padEnd(widths[c])))
+      .join('  ')
+      .trimEnd();
   return [line(all[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
 }
 
@@ -71,7 +75,9 @@ export function formatMarkdown(report: BenchReport): string {
     `${report.machine.cpus} CPUs, Node ${report.machine.node}, load average ${report.machine.loadavg_start.map((x) => x.toFixed(2)).join(' ')} at start` +
       ` (${report.machine.quiet ? 'quiet' : 'busy: other work was running, figures are noisy'}); ${report.database.label}, PostgreSQL ${report.database.server_version}, lz4 ${report.database.lz4 ? 'yes' : 'no'}; ${Math.round(report.seconds)} s.`,
     '',
-    `Corpus: ${Object.entries(report.corpus).map(([k, v]) => `${k} ${typeof v === 'number' ? fmt(v) : String(v)}`).join(', ')}.`,
+    `Corpus: ${Object.entries(report.corpus)
+      .map(([k, v]) => `${k} ${typeof v === 'number' ? fmt(v) : String(v)}`)
+      .join(', ')}.`,
     '',
     'Ratio = value / floor for throughput, floor / value for latency, time and memory (1 = as good as the floor). Goals: PASS/FAIL on the median over rounds.',
     '',
@@ -81,7 +87,9 @@ export function formatMarkdown(report: BenchReport): string {
     '',
     `${passes} PASS, ${fails} FAIL.`,
     '',
-    ...report.figures.filter((f) => f.note || f.floor).map((f) => `- ${esc(f.label)}: ${[f.floor ? `floor = ${f.floor.label}` : '', f.note ?? ''].filter(Boolean).join('; ')}`),
+    ...report.figures
+      .filter((f) => f.note || f.floor)
+      .map((f) => `- ${esc(f.label)}: ${[f.floor ? `floor = ${f.floor.label}` : '', f.note ?? ''].filter(Boolean).join('; ')}`),
     ...(report.notes.length ? ['', ...report.notes.map((n) => `- ${n}`)] : []),
     '',
     ...(report.extra_markdown ? [report.extra_markdown] : []),

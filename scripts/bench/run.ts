@@ -199,7 +199,9 @@ async function main(): Promise<void> {
   const server_version = String((await admin`show server_version`)[0].server_version);
   const autovacuum = String((await admin`show autovacuum`)[0].autovacuum);
   if (autovacuum !== 'on') notes.push(`autovacuum is ${autovacuum} on this PostgreSQL: the bench vacuums the read corpus itself`);
-  log(`bench ${opts.quick ? '(quick) ' : ''}${runId}: corpus ${opts.size} vCons, ${opts.rounds} rounds; run directory ${path.relative(process.cwd(), runDir)}`);
+  log(
+    `bench ${opts.quick ? '(quick) ' : ''}${runId}: corpus ${opts.size} vCons, ${opts.rounds} rounds; run directory ${path.relative(process.cwd(), runDir)}`,
+  );
   if (loadStart[0] > 1.5) log(`note: load average ${loadStart[0].toFixed(2)}: the machine is busy, figures will be noisy`);
 
   const corpus: Record<string, unknown> = { size: opts.size, seed: opts.seed };
@@ -243,12 +245,22 @@ async function main(): Promise<void> {
 
     // 1. Batch ingest against the floor, into the fresh main schema.
     let stored = 0;
-    if (opts.sections.has('ingest')) await section('ingest', async () => {
-      log('batch ingest');
-      const r = await measureIngest({ api: mainApi, floorSql: floorDb, seed: opts.seed, rounds: opts.rounds, perRound: opts.ingestPerRound, lz4, serverPid: main.pid, log });
-      figures.push(...r.figures);
-      stored = r.stored;
-    });
+    if (opts.sections.has('ingest'))
+      await section('ingest', async () => {
+        log('batch ingest');
+        const r = await measureIngest({
+          api: mainApi,
+          floorSql: floorDb,
+          seed: opts.seed,
+          rounds: opts.rounds,
+          perRound: opts.ingestPerRound,
+          lz4,
+          serverPid: main.pid,
+          log,
+        });
+        figures.push(...r.figures);
+        stored = r.stored;
+      });
 
     // 2. The read corpus: the search bench's kept corpus (full runs), or the main schema loaded
     //    to the corpus size through POST /vcons/batch (quick runs, or without that module).
@@ -264,7 +276,13 @@ async function main(): Promise<void> {
       log(`corpus: ${opts.size} vCons in schema ${SHARED_CORPUS_SCHEMA} (built once with the search bench's generator, then kept)`);
       corpus.source = `scripts/embeddings/bench-search.ts generateVcon, schema ${SHARED_CORPUS_SCHEMA} (kept between runs)`;
       try {
-        const r = await shared.runSearchBench({ size: opts.size, schema: SHARED_CORPUS_SCHEMA, databaseUrl, requests: 30, log: (l) => log(`  search-bench: ${l}`) });
+        const r = await shared.runSearchBench({
+          size: opts.size,
+          schema: SHARED_CORPUS_SCHEMA,
+          databaseUrl,
+          requests: 30,
+          log: (l) => log(`  search-bench: ${l}`),
+        });
         corpus.build_s = r.corpus.build_s ?? 'reused';
         corpus.build_per_s = r.corpus.rate_per_s ?? 'reused';
         corpus.search_units = r.corpus.units;
@@ -276,10 +294,15 @@ async function main(): Promise<void> {
         notes.push(`the search bench failed: ${(err as Error).message.split('\n')[0].slice(0, 300)}`);
         log(`bench: the search bench failed: ${(err as Error).message}`);
       }
-      const [{ n }] = await admin<{ n: number }[]>`select count(*)::int as n from pg_tables where schemaname = ${SHARED_CORPUS_SCHEMA} and tablename = 'vcons'`;
+      const [{ n }] = await admin<
+        { n: number }[]
+      >`select count(*)::int as n from pg_tables where schemaname = ${SHARED_CORPUS_SCHEMA} and tablename = 'vcons'`;
       const have = n ? (await admin.unsafe(`select count(*)::int as n from "${SHARED_CORPUS_SCHEMA}".vcons`))[0].n : 0;
       useShared = have >= opts.size;
-      if (useShared) await admin.unsafe(`comment on schema "${SHARED_CORPUS_SCHEMA}" is 'kept by npm run bench: the read/search corpus (drop it, or run with --fresh-corpus, to rebuild)'`);
+      if (useShared)
+        await admin.unsafe(
+          `comment on schema "${SHARED_CORPUS_SCHEMA}" is 'kept by npm run bench: the read/search corpus (drop it, or run with --fresh-corpus, to rebuild)'`,
+        );
       if (!useShared) {
         notes.push(`the kept corpus holds ${have} vCons, fewer than ${opts.size}: this run loaded its own through HTTP`);
         delete corpus.source;
@@ -309,128 +332,170 @@ async function main(): Promise<void> {
       await admin.unsafe(`vacuum (analyze) "${corpusSchema}"."${tablename}"`);
     }
     corpus.vacuum_s = (performance.now() - tv) / 1000;
-    const tagPairs = (await corpusSql<{ key: string; value: string }[]>`
-      select key, value from vcon_tags group by key, value order by count(*) desc limit 12`).map((r) => JSON.stringify({ [r.key]: r.value }));
+    const tagPairs = (
+      await corpusSql<{ key: string; value: string }[]>`
+      select key, value from vcon_tags group by key, value order by count(*) desc limit 12`
+    ).map((r) => JSON.stringify({ [r.key]: r.value }));
     await corpusSql.end();
     corpus.stored = uuids.length;
     log(`corpus: ${uuids.length} vCons in ${corpusSchema}`);
     const floor = await startFloorServer({ name: 'floor', databaseUrl, searchPath: `"${floorSchema}", "${corpusSchema}", extensions`, runDir });
     children.push(floor);
 
-    const targets = { serverApi: api, floorApi: floor.url, serverPid: corpusServer.pid, floorPid: floor.pid, rounds: opts.rounds, seconds: opts.seconds, log };
+    const targets = {
+      serverApi: api,
+      floorApi: floor.url,
+      serverPid: corpusServer.pid,
+      floorPid: floor.pid,
+      rounds: opts.rounds,
+      seconds: opts.seconds,
+      log,
+    };
     let k = 0;
     const randomUuid = () => uuids[(k = (k * 1103515245 + 12345) >>> 0) % uuids.length];
 
     // 3. Reads: GET by uuid, list pages, tag search, discovery.
-    if (opts.sections.has('routes')) await section('routes', async () => {
-      log('routes');
-      // The corpus's own most common tags, so every search has matches.
-      const pairs = tagPairs.length ? tagPairs : TAG_KEYS.flatMap((key) => tagValues(key).map((v) => JSON.stringify({ [key]: v })));
-      let t = 0;
-      const cases: RouteCase[] = [
-        { id: 'get', label: 'GET /vcons/:uuid', connections: 32, path: () => `/vcons/${randomUuid()}`, goal: { kind: 'ratio', min: 0.6 } },
-        ...[0, 1_000, 10_000].map((offset) => ({
-          id: `list.${offset}`,
-          label: `GET /vcons?offset=${offset}&limit=10`,
-          connections: 8,
-          path: () => `/vcons?offset=${offset}&limit=10`,
-          note: offset >= uuids.length ? `offset beyond the ${uuids.length} vCons of the corpus` : undefined,
-        })),
-        { id: 'tags', label: 'GET /tags/search (1 pair)', connections: 8, path: () => `/tags/search?tags=${encodeURIComponent(pairs[t++ % pairs.length])}` },
-        { id: 'discovery', label: 'GET /discovery/analysis/types', connections: 8, minSeconds: uuids.length >= 10_000 ? 4 : undefined, path: () => '/discovery/analysis/types' },
-      ];
-      for (const c of cases) figures.push(...(await measureRoute(c, targets)));
-    });
+    if (opts.sections.has('routes'))
+      await section('routes', async () => {
+        log('routes');
+        // The corpus's own most common tags, so every search has matches.
+        const pairs = tagPairs.length ? tagPairs : TAG_KEYS.flatMap((key) => tagValues(key).map((v) => JSON.stringify({ [key]: v })));
+        let t = 0;
+        const cases: RouteCase[] = [
+          { id: 'get', label: 'GET /vcons/:uuid', connections: 32, path: () => `/vcons/${randomUuid()}`, goal: { kind: 'ratio', min: 0.6 } },
+          ...[0, 1_000, 10_000].map((offset) => ({
+            id: `list.${offset}`,
+            label: `GET /vcons?offset=${offset}&limit=10`,
+            connections: 8,
+            path: () => `/vcons?offset=${offset}&limit=10`,
+            note: offset >= uuids.length ? `offset beyond the ${uuids.length} vCons of the corpus` : undefined,
+          })),
+          {
+            id: 'tags',
+            label: 'GET /tags/search (1 pair)',
+            connections: 8,
+            path: () => `/tags/search?tags=${encodeURIComponent(pairs[t++ % pairs.length])}`,
+          },
+          {
+            id: 'discovery',
+            label: 'GET /discovery/analysis/types',
+            connections: 8,
+            minSeconds: uuids.length >= 10_000 ? 4 : undefined,
+            path: () => '/discovery/analysis/types',
+          },
+        ];
+        for (const c of cases) figures.push(...(await measureRoute(c, targets)));
+      });
 
     // 4. Search at the corpus size, then the memory of the instance that served it all.
-    if (opts.sections.has('search')) await section('search', async () => {
-      log('search');
-      const r = await measureSearch({ serverApi: api, floorApi: floor.url, rounds: opts.rounds, passes: opts.searchPasses, corpusSize: uuids.length, quick: opts.quick, queries, log });
-      figures.push(...r.figures);
-      notes.push(...r.errors.map((e) => `search failed: ${e}`));
-      // Quality beside speed: the development set's MRR per route and query type (issue 16).
-      try {
-        const lines: string[] = [];
-        for (const shape of ['chat', 'call', 'email'] as const) lines.push(...formatDevSet(await measureDevSet(databaseUrl!, undefined, shape)));
-        for (const l of lines) log(l);
-        notes.push(...lines);
-      } catch (err) {
-        notes.push(`dev set not measured: ${(err as Error).message.slice(0, 200)}`);
-      }
-    });
-    if (opts.sections.has('memory')) await section('memory', async () => {
-      const rss = readRssMb(corpusServer.pid);
-      figures.push(
-        makeFigure({
-          id: 'memory.after_corpus',
-          label: `RSS of one instance after ${uuids.length.toLocaleString('en-US')} vCons${opts.sections.has('search') ? ' and search' : ''}`,
-          unit: 'MB',
-          better: 'lower',
-          rounds: [rss],
-          floor: { label: 'an instance idle, right after start', rounds: [idleRss] },
-          note: `peak (VmHWM) ${readRssMb(corpusServer.pid, 'VmHWM').toFixed(0)} MB${corpusServer === main ? '' : '; this instance served the kept corpus (it did not ingest it)'}`,
-        }),
-      );
-    });
+    if (opts.sections.has('search'))
+      await section('search', async () => {
+        log('search');
+        const r = await measureSearch({
+          serverApi: api,
+          floorApi: floor.url,
+          rounds: opts.rounds,
+          passes: opts.searchPasses,
+          corpusSize: uuids.length,
+          quick: opts.quick,
+          queries,
+          log,
+        });
+        figures.push(...r.figures);
+        notes.push(...r.errors.map((e) => `search failed: ${e}`));
+        // Quality beside speed: the development set's MRR per route and query type (issue 16).
+        try {
+          const lines: string[] = [];
+          for (const shape of ['chat', 'call', 'email'] as const) lines.push(...formatDevSet(await measureDevSet(databaseUrl!, undefined, shape)));
+          for (const l of lines) log(l);
+          notes.push(...lines);
+        } catch (err) {
+          notes.push(`dev set not measured: ${(err as Error).message.slice(0, 200)}`);
+        }
+      });
+    if (opts.sections.has('memory'))
+      await section('memory', async () => {
+        const rss = readRssMb(corpusServer.pid);
+        figures.push(
+          makeFigure({
+            id: 'memory.after_corpus',
+            label: `RSS of one instance after ${uuids.length.toLocaleString('en-US')} vCons${opts.sections.has('search') ? ' and search' : ''}`,
+            unit: 'MB',
+            better: 'lower',
+            rounds: [rss],
+            floor: { label: 'an instance idle, right after start', rounds: [idleRss] },
+            note: `peak (VmHWM) ${readRssMb(corpusServer.pid, 'VmHWM').toFixed(0)} MB${corpusServer === main ? '' : '; this instance served the kept corpus (it did not ingest it)'}`,
+          }),
+        );
+      });
 
     // 5. Single creates (after search, so the search corpus is exactly the loaded one).
-    if (opts.sections.has('create')) await section('create', async () => {
-      log('create');
-      const templates = Array.from({ length: 50 }, (_, i) => JSON.stringify(generateVcon(opts.seed + 1, i)));
-      const parts = templates.map((s) => {
-        const m = /"uuid":"([0-9a-f-]{36})"/.exec(s)!;
-        return [s.slice(0, m.index + 8), s.slice(m.index + 8 + 36)];
-      });
-      let c = 0;
-      figures.push(
-        ...(await measureRoute(
-          {
-            id: 'create',
-            label: 'POST /vcons',
-            method: 'POST',
-            connections: 32,
-            body: () => {
-              const [a, b] = parts[c++ % parts.length];
-              return `${a}${randomUUID()}${b}`;
+    if (opts.sections.has('create'))
+      await section('create', async () => {
+        log('create');
+        const templates = Array.from({ length: 50 }, (_, i) => JSON.stringify(generateVcon(opts.seed + 1, i)));
+        const parts = templates.map((s) => {
+          const m = /"uuid":"([0-9a-f-]{36})"/.exec(s)!;
+          return [s.slice(0, m.index + 8), s.slice(m.index + 8 + 36)];
+        });
+        let c = 0;
+        figures.push(
+          ...(await measureRoute(
+            {
+              id: 'create',
+              label: 'POST /vcons',
+              method: 'POST',
+              connections: 32,
+              body: () => {
+                const [a, b] = parts[c++ % parts.length];
+                return `${a}${randomUUID()}${b}`;
+              },
+              path: () => '/vcons',
             },
-            path: () => '/vcons',
-          },
-          { ...targets, serverApi: mainApi, serverPid: main.pid },
-        )),
-      );
-    });
+            { ...targets, serverApi: mainApi, serverPid: main.pid },
+          )),
+        );
+      });
 
     // 6. Diagnostics: what request logging costs on the hottest read.
-    if (opts.sections.has('diagnostics')) await section('diagnostics', async () => {
-      log('diagnostics: GET /vcons/:uuid with LOG_LEVEL=warn (no per-request log lines)');
-      await corpusServer.stop();
-      const quiet = await startServer({ name: 'corpus-warn', databaseUrl, schema: corpusSchema, runDir, logLevel: 'warn' });
-      children.push(quiet);
-      const r = await measureRoute(
-        { id: 'diag.get_warn', label: 'GET /vcons/:uuid, LOG_LEVEL=warn', connections: 32, path: () => `/vcons/${randomUuid()}`, note: 'diagnostic: request logging off' },
-        { ...targets, serverApi: `${quiet.url}/api/v1`, serverPid: quiet.pid },
-      );
-      figures.push(...r);
-      await quiet.stop();
-    });
+    if (opts.sections.has('diagnostics'))
+      await section('diagnostics', async () => {
+        log('diagnostics: GET /vcons/:uuid with LOG_LEVEL=warn (no per-request log lines)');
+        await corpusServer.stop();
+        const quiet = await startServer({ name: 'corpus-warn', databaseUrl, schema: corpusSchema, runDir, logLevel: 'warn' });
+        children.push(quiet);
+        const r = await measureRoute(
+          {
+            id: 'diag.get_warn',
+            label: 'GET /vcons/:uuid, LOG_LEVEL=warn',
+            connections: 32,
+            path: () => `/vcons/${randomUuid()}`,
+            note: 'diagnostic: request logging off',
+          },
+          { ...targets, serverApi: `${quiet.url}/api/v1`, serverPid: quiet.pid },
+        );
+        figures.push(...r);
+        await quiet.stop();
+      });
     await floor.stop();
     await Promise.all([main.stop(), corpusServer.stop()]);
 
     // 7. The launcher: 10 groups on this database.
-    if (opts.sections.has('launcher')) await section('launcher', async () => {
-      log('launcher');
-      figures.push(
-        ...(await measureLauncher({
-          databaseUrl,
-          schemaPrefix: runId,
-          groups: 10,
-          rounds: opts.launcherRounds,
-          runDir,
-          onSchema: (s) => schemas.add(s),
-          log,
-        })),
-      );
-    });
+    if (opts.sections.has('launcher'))
+      await section('launcher', async () => {
+        log('launcher');
+        figures.push(
+          ...(await measureLauncher({
+            databaseUrl,
+            schemaPrefix: runId,
+            groups: 10,
+            rounds: opts.launcherRounds,
+            runDir,
+            onSchema: (s) => schemas.add(s),
+            log,
+          })),
+        );
+      });
   } catch (err) {
     if (!(err instanceof SkipCorpus)) notes.push(`the run stopped early: ${(err as Error).message.split('\n')[0]}`);
     if (!(err instanceof SkipCorpus)) log(`bench: ${(err as Error).stack ?? (err as Error).message}`);
@@ -439,21 +504,22 @@ async function main(): Promise<void> {
   }
 
   const density: DensityResult[] = [];
-  if (opts.sections.has('density')) await section('density', async () => {
-    for (const n of opts.densityGroups) {
-      log(`density: ${n} groups`);
-      const r = await runDensity({
-        groups: n,
-        seconds: opts.densitySeconds,
-        clientsPerGroup: opts.densityClients,
-        maxConnections: 100,
-        dir: path.join(runDir, `density-${n}`),
-        log,
-      });
-      density.push(r);
-      figures.push(...densityFigures(r));
-    }
-  });
+  if (opts.sections.has('density'))
+    await section('density', async () => {
+      for (const n of opts.densityGroups) {
+        log(`density: ${n} groups`);
+        const r = await runDensity({
+          groups: n,
+          seconds: opts.densitySeconds,
+          clientsPerGroup: opts.densityClients,
+          maxConnections: 100,
+          dir: path.join(runDir, `density-${n}`),
+          log,
+        });
+        density.push(r);
+        figures.push(...densityFigures(r));
+      }
+    });
 
   const loadEnd = os.loadavg();
   const report: BenchReport = {

@@ -67,13 +67,25 @@ export async function measureSearch(opts: {
         f50.push(percentile(f.latencies, 50));
         f95.push(percentile(f.latencies, 95));
       }
-      opts.log(`  ${k.kind} round ${r + 1}/${opts.rounds}: p50 ${p50[r].toFixed(1)} ms, p95 ${p95[r].toFixed(1)} ms${k.floor ? ` (floor p50 ${f50[r].toFixed(1)}, p95 ${f95[r].toFixed(1)})` : ''}`);
+      opts.log(
+        `  ${k.kind} round ${r + 1}/${opts.rounds}: p50 ${p50[r].toFixed(1)} ms, p95 ${p95[r].toFixed(1)} ms${k.floor ? ` (floor p50 ${f50[r].toFixed(1)}, p95 ${f95[r].toFixed(1)})` : ''}`,
+      );
     }
     const at = `${opts.corpusSize.toLocaleString('en-US')} vCons`;
     const floorLabel = 'the ranking query alone (vcon_search, no snippets) via node:http';
-    const note = [`${queries.length} queries`, empty ? `${empty} returned no result` : '', `first query ${firstQueryMs[k.kind].toFixed(0)} ms`].filter(Boolean).join('; ');
+    const note = [`${queries.length} queries`, empty ? `${empty} returned no result` : '', `first query ${firstQueryMs[k.kind].toFixed(0)} ms`]
+      .filter(Boolean)
+      .join('; ');
     return [
-      makeFigure({ id: `search.${k.kind}.p50`, label: `${k.label} p50 (${at})`, unit: 'ms', better: 'lower', rounds: p50, floor: k.floor ? { label: floorLabel, rounds: f50 } : undefined, note }),
+      makeFigure({
+        id: `search.${k.kind}.p50`,
+        label: `${k.label} p50 (${at})`,
+        unit: 'ms',
+        better: 'lower',
+        rounds: p50,
+        floor: k.floor ? { label: floorLabel, rounds: f50 } : undefined,
+        note,
+      }),
       makeFigure({
         id: `search.${k.kind}.p95`,
         label: `${k.label} p95 (${at})`,

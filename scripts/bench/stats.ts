@@ -58,7 +58,8 @@ export function makeFigure(f: {
 }): Figure {
   const value = toSeries(f.rounds, f.better);
   const floor = f.floor ? { label: f.floor.label, ...toSeries(f.floor.rounds, f.better) } : undefined;
-  const ratio = floor && floor.median > 0 && value.median > 0 ? (f.better === 'higher' ? value.median / floor.median : floor.median / value.median) : undefined;
+  const ratio =
+    floor && floor.median > 0 && value.median > 0 ? (f.better === 'higher' ? value.median / floor.median : floor.median / value.median) : undefined;
   const goal = f.goal ?? { kind: 'none' };
   let pass: boolean | undefined;
   if (goal.kind === 'ratio') pass = ratio !== undefined && ratio >= goal.min;

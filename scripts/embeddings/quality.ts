@@ -15,8 +15,16 @@ import type { EmbeddingProvider } from '../../src/embeddings/types.js';
 import { packageRoot } from '../../src/paths.js';
 import { isMain } from './util.js';
 
-interface Conversation { id: string; subject: string; turns: string[] }
-interface Query { q: string; target: string; kind: string }
+interface Conversation {
+  id: string;
+  subject: string;
+  turns: string[];
+}
+interface Query {
+  q: string;
+  target: string;
+  kind: string;
+}
 
 export interface QualityRow {
   provider: string;
@@ -61,9 +69,7 @@ export async function evaluateProvider(provider: EmbeddingProvider, set = loadRe
   const qv = await provider.embed(set.queries.map((q) => q.q));
   const per = new Map<string, { n: number; r1: number; rr: number }>();
   set.queries.forEach((q, i) => {
-    const scored = docs
-      .map((d) => ({ id: d.id, s: dot(qv[i], d.doc) }))
-      .sort((a, b) => b.s - a.s);
+    const scored = docs.map((d) => ({ id: d.id, s: dot(qv[i], d.doc) })).sort((a, b) => b.s - a.s);
     const rank = scored.findIndex((x) => x.id === q.target) + 1;
     for (const k of [q.kind, 'all']) {
       const agg = per.get(k) ?? { n: 0, r1: 0, rr: 0 };
@@ -103,7 +109,13 @@ export async function runQualityBench(opts: { variants?: boolean; dataDir?: stri
   }
   if (config.embeddings.url) {
     const e = config.embeddings;
-    rows.push(...(await evaluateProvider(createOpenAiProvider({ url: e.url, model: e.model, apiKey: e.apiKey, dimensions: e.dimensions || undefined }), set, 'openai')));
+    rows.push(
+      ...(await evaluateProvider(
+        createOpenAiProvider({ url: e.url, model: e.model, apiKey: e.apiKey, dimensions: e.dimensions || undefined }),
+        set,
+        'openai',
+      )),
+    );
   }
   return rows;
 }
@@ -114,10 +126,13 @@ export function formatQuality(rows: QualityRow[]): string {
   const providers = [...new Set(rows.map((r) => r.provider))];
   const head = ['provider'.padEnd(30), ...kinds.map((k) => `${k} (n=${rows.find((r) => r.kind === k)?.queries}) R@1 / MRR`.padEnd(28))].join(' ');
   const lines = providers.map((p) =>
-    [p.padEnd(30), ...kinds.map((k) => {
-      const r = rows.find((x) => x.provider === p && x.kind === k);
-      return (r ? `${r.r1.toFixed(2)} / ${r.mrr.toFixed(2)}` : '-').padEnd(28);
-    })].join(' '),
+    [
+      p.padEnd(30),
+      ...kinds.map((k) => {
+        const r = rows.find((x) => x.provider === p && x.kind === k);
+        return (r ? `${r.r1.toFixed(2)} / ${r.mrr.toFixed(2)}` : '-').padEnd(28);
+      }),
+    ].join(' '),
   );
   return [head, ...lines].join('\n');
 }

@@ -29,17 +29,23 @@ export interface Breakdown {
 }
 
 export function createAnalyticsRepo(db: Db) {
-  const inRange = (r: DateRange) =>
-    db`${r.start ? db`and v.created_at >= ${r.start}` : db``} ${r.end ? db`and v.created_at < ${r.end}` : db``}`;
+  const inRange = (r: DateRange) => db`${r.start ? db`and v.created_at >= ${r.start}` : db``} ${r.end ? db`and v.created_at < ${r.end}` : db``}`;
 
   return {
     /** Totals of the whole schema. */
     async summary() {
       const [r] = await db<
         {
-          vcons: number; parties: number; dialogs: number; analyses: number; attachments: number;
-          first_created_at: Date | null; last_created_at: Date | null;
-          stored_24h: number; stored_7d: number; stored_30d: number;
+          vcons: number;
+          parties: number;
+          dialogs: number;
+          analyses: number;
+          attachments: number;
+          first_created_at: Date | null;
+          last_created_at: Date | null;
+          stored_24h: number;
+          stored_7d: number;
+          stored_30d: number;
         }[]
       >`
         select count(*)::float8 as vcons,
@@ -98,11 +104,22 @@ export function createAnalyticsRepo(db: Db) {
     async conversations(r: DateRange) {
       const [c] = await db<
         {
-          vcons: number; with_dialog: number; with_analysis: number; with_attachments: number;
-          parties: number; dialogs: number; analyses: number; attachments: number;
-          avg_parties: number | null; min_parties: number | null; max_parties: number | null;
-          avg_dialogs: number | null; avg_analyses: number | null; avg_attachments: number | null;
-          first_created_at: Date | null; last_created_at: Date | null;
+          vcons: number;
+          with_dialog: number;
+          with_analysis: number;
+          with_attachments: number;
+          parties: number;
+          dialogs: number;
+          analyses: number;
+          attachments: number;
+          avg_parties: number | null;
+          min_parties: number | null;
+          max_parties: number | null;
+          avg_dialogs: number | null;
+          avg_analyses: number | null;
+          avg_attachments: number | null;
+          first_created_at: Date | null;
+          last_created_at: Date | null;
         }[]
       >`
         select count(*)::float8 as vcons,
@@ -126,8 +143,17 @@ export function createAnalyticsRepo(db: Db) {
 
     async dialogs(r: DateRange) {
       const byType = await db<
-        { type: string | null; count: number; vcons: number; with_duration: number; total_duration_s: number | null;
-          avg_duration_s: number | null; min_duration_s: number | null; max_duration_s: number | null; bytes: number }[]
+        {
+          type: string | null;
+          count: number;
+          vcons: number;
+          with_duration: number;
+          total_duration_s: number | null;
+          avg_duration_s: number | null;
+          min_duration_s: number | null;
+          max_duration_s: number | null;
+          bytes: number;
+        }[]
       >`
         select d.type, count(*)::float8 as count, count(distinct d.vcon_uuid)::float8 as vcons,
                count(d.duration)::float8 as with_duration, sum(d.duration)::float8 as total_duration_s,
@@ -137,8 +163,15 @@ export function createAnalyticsRepo(db: Db) {
         where true ${inRange(r)}
         group by d.type order by count desc, d.type nulls last`;
       const [durations] = await db<
-        { count: number; total_s: number | null; avg_s: number | null; min_s: number | null; max_s: number | null;
-          p50_s: number | null; p90_s: number | null }[]
+        {
+          count: number;
+          total_s: number | null;
+          avg_s: number | null;
+          min_s: number | null;
+          max_s: number | null;
+          p50_s: number | null;
+          p90_s: number | null;
+        }[]
       >`
         select count(d.duration)::float8 as count, sum(d.duration)::float8 as total_s, avg(d.duration)::float8 as avg_s,
                min(d.duration)::float8 as min_s, max(d.duration)::float8 as max_s,
@@ -181,8 +214,16 @@ export function createAnalyticsRepo(db: Db) {
 
     async parties(r: DateRange) {
       const [p] = await db<
-        { total: number; with_name: number; with_tel: number; with_mailto: number; with_uuid: number;
-          distinct_tel: number; distinct_mailto: number; distinct_name: number }[]
+        {
+          total: number;
+          with_name: number;
+          with_tel: number;
+          with_mailto: number;
+          with_uuid: number;
+          distinct_tel: number;
+          distinct_mailto: number;
+          distinct_name: number;
+        }[]
       >`
         select count(*)::float8 as total,
                count(p.name)::float8 as with_name, count(p.tel)::float8 as with_tel,
@@ -221,9 +262,19 @@ export function createAnalyticsRepo(db: Db) {
 
     async attachments() {
       const [totals] = await db<
-        { total: number; vcons: number; all_vcons: number; with_body: number; bytes: number; avg_bytes: number | null;
-          max_bytes: number | null; p50_bytes: number | null; p90_bytes: number | null; tags_attachments: number;
-          without_purpose_or_type: number }[]
+        {
+          total: number;
+          vcons: number;
+          all_vcons: number;
+          with_body: number;
+          bytes: number;
+          avg_bytes: number | null;
+          max_bytes: number | null;
+          p50_bytes: number | null;
+          p90_bytes: number | null;
+          tags_attachments: number;
+          without_purpose_or_type: number;
+        }[]
       >`
         select count(*)::float8 as total, count(distinct vcon_uuid)::float8 as vcons,
                (select count(*) from vcons)::float8 as all_vcons,

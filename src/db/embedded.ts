@@ -15,7 +15,6 @@ import { isAlive } from '../process.js';
 
 const run = promisify(execFile);
 
-
 /** max_connections of the embedded cluster (the launcher's connection budget reads it before starting one). */
 export const EMBEDDED_MAX_CONNECTIONS = 300;
 export interface EmbeddedPostgres {
@@ -42,9 +41,7 @@ async function loadBinaries(): Promise<Binaries> {
   try {
     return (await import(pkg)) as Binaries;
   } catch {
-    throw new Error(
-      `the embedded PostgreSQL binaries (${pkg}) are not installed; run npm ci, or set DATABASE_URL to a PostgreSQL server`,
-    );
+    throw new Error(`the embedded PostgreSQL binaries (${pkg}) are not installed; run npm ci, or set DATABASE_URL to a PostgreSQL server`);
   }
 }
 
@@ -247,8 +244,16 @@ export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Lo
     await run(
       bins.pg_ctl,
       [
-        'start', '-D', pgdata, '-w', '-t', '60', '-l', logFile,
-        '-o', `-p ${p} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=${EMBEDDED_MAX_CONNECTIONS}`,
+        'start',
+        '-D',
+        pgdata,
+        '-w',
+        '-t',
+        '60',
+        '-l',
+        logFile,
+        '-o',
+        `-p ${p} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=${EMBEDDED_MAX_CONNECTIONS}`,
       ],
       { ...opts, env: { ...process.env, LC_ALL: 'C' } },
     );
@@ -285,7 +290,17 @@ export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Lo
  */
 export async function restartWithMaxConnections(pg: EmbeddedPostgres, maxConnections: number): Promise<void> {
   await runPgCtl([
-    'restart', '-D', pg.dataDir, '-m', 'fast', '-w', '-t', '60', '-l', path.join(path.dirname(pg.dataDir), 'postgres.log'),
-    '-o', `-p ${pg.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=${maxConnections}`,
+    'restart',
+    '-D',
+    pg.dataDir,
+    '-m',
+    'fast',
+    '-w',
+    '-t',
+    '60',
+    '-l',
+    path.join(path.dirname(pg.dataDir), 'postgres.log'),
+    '-o',
+    `-p ${pg.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=${maxConnections}`,
   ]);
 }

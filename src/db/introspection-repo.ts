@@ -128,8 +128,13 @@ async function catalogRead<T>(query: Promise<T>): Promise<T> {
     return await query;
   } catch (err) {
     if (GAVE_UP.has((err as { code?: string } | null)?.code ?? '')) {
-      throw new AppError(503, 'database_timeout', 'The database did not answer this catalog read within the statement timeout; try again shortly', undefined,
-        'STATEMENT_TIMEOUT_MS bounds every query; a long lock on one of this group\'s tables (a migration, VACUUM FULL) also holds these reads');
+      throw new AppError(
+        503,
+        'database_timeout',
+        'The database did not answer this catalog read within the statement timeout; try again shortly',
+        undefined,
+        "STATEMENT_TIMEOUT_MS bounds every query; a long lock on one of this group's tables (a migration, VACUUM FULL) also holds these reads",
+      );
     }
     throw err;
   }

@@ -110,9 +110,7 @@ function verify(schema: string, applied: { version: number; name: string; checks
   for (const a of applied) {
     const m = byVersion.get(a.version);
     if (!m) {
-      throw new MigrationError(
-        `schema has migration ${a.name} that this build does not know; refusing to run an older build against a newer schema`,
-      );
+      throw new MigrationError(`schema has migration ${a.name} that this build does not know; refusing to run an older build against a newer schema`);
     }
     if (m.checksum !== a.checksum) {
       throw new MigrationError(
@@ -159,11 +157,7 @@ export async function migrate(
     for (const m of migrations) {
       if (done.has(m.version)) continue;
       await tx.unsafe(m.sql);
-      await tx.unsafe(`insert into ${q}.schema_migrations (version, name, checksum) values ($1, $2, $3)`, [
-        m.version,
-        m.name,
-        m.checksum,
-      ]);
+      await tx.unsafe(`insert into ${q}.schema_migrations (version, name, checksum) values ($1, $2, $3)`, [m.version, m.name, m.checksum]);
       appliedNow.push(m.name);
     }
     if (runOptional) optional = await ensureOptional(tx, pg_trgm);

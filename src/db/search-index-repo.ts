@@ -85,7 +85,9 @@ export function createSearchIndexRepo(db: Db) {
     /** Stores the vectors of some vCons (whose old vectors were dropped) with the vCon vector's sign code. */
     async insertVectors(space: VectorSpace, items: VconVectors[]): Promise<void> {
       const base = { provider: space.id, model: space.model };
-      const unitRows = items.flatMap((i) => i.units.map((u) => ({ vcon_uuid: i.uuid, source: u.source, idx: u.idx, ...base, vec: vectorToBytes(u.vec) })));
+      const unitRows = items.flatMap((i) =>
+        i.units.map((u) => ({ vcon_uuid: i.uuid, source: u.source, idx: u.idx, ...base, vec: vectorToBytes(u.vec) })),
+      );
       const docRows = items.map((i) => ({ vcon_uuid: i.uuid, ...base, created_at: i.created_at, units_sig: i.units_sig, vec: vectorToBytes(i.vec) }));
       const codeRows = items.map((i) => ({ vcon_uuid: i.uuid, ...base, created_at: i.created_at, code: signCode(i.vec) }));
       for (let i = 0; i < unitRows.length; i += CHUNK) await db`insert into search_vectors ${db(unitRows.slice(i, i + CHUNK))}`;

@@ -175,7 +175,12 @@ export function createSearchRepo(db: Db) {
       const rows = await db<{ uuid: string; subject: string | null; doc_created_at: string | null; created_at: Date }[]>`
         select uuid::text, subject, doc->>'created_at' as doc_created_at, created_at
         from vcons where uuid = any(${uuids}::uuid[])`;
-      return new Map(rows.map((r) => [r.uuid, { uuid: r.uuid, subject: r.subject, created_at: r.doc_created_at ?? r.created_at.toISOString(), stored_created_at: r.created_at }]));
+      return new Map(
+        rows.map((r) => [
+          r.uuid,
+          { uuid: r.uuid, subject: r.subject, created_at: r.doc_created_at ?? r.created_at.toISOString(), stored_created_at: r.created_at },
+        ]),
+      );
     },
 
     /**

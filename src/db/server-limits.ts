@@ -15,7 +15,13 @@ export interface ServerSnapshot {
  * these settings and count pg_stat_activity rows).
  */
 export async function readServerSnapshot(url: string): Promise<ServerSnapshot> {
-  const sql = postgres(url, { max: 1, connect_timeout: 10, onnotice: () => {}, prepare: false, connection: { application_name: 'vcon-launch-budget' } });
+  const sql = postgres(url, {
+    max: 1,
+    connect_timeout: 10,
+    onnotice: () => {},
+    prepare: false,
+    connection: { application_name: 'vcon-launch-budget' },
+  });
   try {
     const [limits] = await sql<{ max: number; su: number; reserved: number | null }[]>`
       select current_setting('max_connections')::int as max,

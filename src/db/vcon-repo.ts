@@ -38,7 +38,9 @@ export type DerivedWriter = (db: Db, items: StoredVcon[]) => Promise<void>;
 const tagsSig = (tags: TagRow[]) =>
   tags.length === 0
     ? null
-    : createHash('sha1').update(JSON.stringify([...tags].sort((a, b) => (a.key < b.key ? -1 : 1)))).digest('hex');
+    : createHash('sha1')
+        .update(JSON.stringify([...tags].sort((a, b) => (a.key < b.key ? -1 : 1))))
+        .digest('hex');
 
 /** Escapes LIKE metacharacters so a filter is a plain substring match. */
 export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -118,7 +120,10 @@ export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
             when excluded.tags_sig is distinct from v.tags_sig then now()
             else v.tags_updated_at end
         returning uuid::text, (xmax = 0) as created`;
-      await writeDerived(items, result.filter((r) => !r.created).map((r) => r.uuid));
+      await writeDerived(
+        items,
+        result.filter((r) => !r.created).map((r) => r.uuid),
+      );
       return new Map(result.map((r) => [r.uuid, r.created]));
     },
 

@@ -48,7 +48,8 @@ export function dateBound(value: string, edge: 'start' | 'end'): { date: Date | 
   if (DATE_ONLY_RE.test(value)) {
     d = new Date(`${value}T00:00:00Z`);
     // Date.parse rolls 2025-02-30 over to March: a real date reads back as itself.
-    if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== value) return { problem: `is not a real calendar date: ${JSON.stringify(value)}` };
+    if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== value)
+      return { problem: `is not a real calendar date: ${JSON.stringify(value)}` };
     if (!inInstantRange(d)) return { problem: RANGE_PROBLEM };
     if (edge === 'end') d = new Date(d.getTime() + 86_400_000);
   } else {

@@ -3,13 +3,49 @@
 import { parseDateTime, isDateTime, type JsonObject, type VconKind } from './vcon.js';
 import { decodeBase64Text, emailText, isEmailMediatype } from './email.js';
 
-export interface PartyRow { idx: number; name: string | null; tel: string | null; mailto: string | null; party_uuid: string | null }
-export interface DialogRow { idx: number; type: string | null; start_at: Date | null; duration: number | null; mediatype: string | null; encoding: string | null; body_bytes: number | null }
-export interface AnalysisRow { idx: number; type: string | null; vendor: string | null; product: string | null; schema: string | null; encoding: string | null; body_bytes: number | null }
-export interface AttachmentRow { idx: number; purpose: string | null; type: string | null; encoding: string | null; mediatype: string | null; body_bytes: number | null }
-export interface TagRow { key: string; value: string }
+export interface PartyRow {
+  idx: number;
+  name: string | null;
+  tel: string | null;
+  mailto: string | null;
+  party_uuid: string | null;
+}
+export interface DialogRow {
+  idx: number;
+  type: string | null;
+  start_at: Date | null;
+  duration: number | null;
+  mediatype: string | null;
+  encoding: string | null;
+  body_bytes: number | null;
+}
+export interface AnalysisRow {
+  idx: number;
+  type: string | null;
+  vendor: string | null;
+  product: string | null;
+  schema: string | null;
+  encoding: string | null;
+  body_bytes: number | null;
+}
+export interface AttachmentRow {
+  idx: number;
+  purpose: string | null;
+  type: string | null;
+  encoding: string | null;
+  mediatype: string | null;
+  body_bytes: number | null;
+}
+export interface TagRow {
+  key: string;
+  value: string;
+}
 export type UnitSource = 'subject' | 'party' | 'dialog' | 'analysis' | 'attachment';
-export interface SearchUnit { source: UnitSource; idx: number; body: string }
+export interface SearchUnit {
+  source: UnitSource;
+  idx: number;
+  body: string;
+}
 
 export interface Derived {
   subject: string | null;
@@ -74,9 +110,7 @@ export function readTagsBody(body: unknown): TagRow[] {
   }
   if (b && typeof b === 'object') {
     return Object.entries(b as JsonObject).flatMap(([key, v]) =>
-      key && !key.includes(':') && (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')
-        ? [{ key, value: String(v) }]
-        : [],
+      key && !key.includes(':') && (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') ? [{ key, value: String(v) }] : [],
     );
   }
   return [];
@@ -123,7 +157,11 @@ export function stripMime(body: string, mediatype: string | null): string {
 export function jsonText(value: unknown, depth = 0): string {
   if (depth > 6 || value === null || value === undefined) return '';
   if (typeof value === 'string') return value;
-  if (Array.isArray(value)) return value.map((v) => jsonText(v, depth + 1)).filter(Boolean).join('\n');
+  if (Array.isArray(value))
+    return value
+      .map((v) => jsonText(v, depth + 1))
+      .filter(Boolean)
+      .join('\n');
   if (typeof value === 'object') {
     const o = value as JsonObject;
     for (const key of ['transcript', 'text', 'summary', 'content', 'message']) {
@@ -151,7 +189,11 @@ const isBase64 = (encoding: unknown) => encoding === 'base64url' || encoding ===
  */
 export async function decodeBodies(doc: JsonObject): Promise<DecodedBodies> {
   const out = new Map<string, string>();
-  const lists: [UnitSource, JsonObject[]][] = [['dialog', arr(doc.dialog)], ['analysis', arr(doc.analysis)], ['attachment', arr(doc.attachments)]];
+  const lists: [UnitSource, JsonObject[]][] = [
+    ['dialog', arr(doc.dialog)],
+    ['analysis', arr(doc.analysis)],
+    ['attachment', arr(doc.attachments)],
+  ];
   for (const [source, items] of lists) {
     for (let i = 0; i < items.length; i++) {
       const o = items[i];
@@ -225,9 +267,16 @@ export function extractUnits(doc: JsonObject, decoded: DecodedBodies = new Map()
 export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: Date, decoded?: DecodedBodies): Derived {
   if (kind !== 'plain') {
     return {
-      subject: null, created_at: fallbackCreatedAt, updated_at: null,
+      subject: null,
+      created_at: fallbackCreatedAt,
+      updated_at: null,
       counts: { parties: 0, dialog: 0, analysis: 0, attachments: 0 },
-      parties: [], dialogs: [], analyses: [], attachments: [], tags: [], units: [],
+      parties: [],
+      dialogs: [],
+      analyses: [],
+      attachments: [],
+      tags: [],
+      units: [],
     };
   }
   const parties = arr(doc.parties);
@@ -241,16 +290,30 @@ export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: D
     counts: { parties: parties.length, dialog: dialogs.length, analysis: analyses.length, attachments: attachments.length },
     parties: parties.map((p, idx) => ({ idx, name: str(p.name), tel: str(p.tel), mailto: str(p.mailto), party_uuid: str(p.uuid) })),
     dialogs: dialogs.map((d, idx) => ({
-      idx, type: label(d.type), start_at: date(d.start), duration: num(d.duration),
-      mediatype: label(d.mediatype) ?? label(d.mimetype), encoding: label(d.encoding), body_bytes: bodyBytes(d.body),
+      idx,
+      type: label(d.type),
+      start_at: date(d.start),
+      duration: num(d.duration),
+      mediatype: label(d.mediatype) ?? label(d.mimetype),
+      encoding: label(d.encoding),
+      body_bytes: bodyBytes(d.body),
     })),
     analyses: analyses.map((a, idx) => ({
-      idx, type: label(a.type), vendor: label(a.vendor), product: label(a.product), schema: label(a.schema),
-      encoding: label(a.encoding), body_bytes: bodyBytes(a.body),
+      idx,
+      type: label(a.type),
+      vendor: label(a.vendor),
+      product: label(a.product),
+      schema: label(a.schema),
+      encoding: label(a.encoding),
+      body_bytes: bodyBytes(a.body),
     })),
     attachments: attachments.map((a, idx) => ({
-      idx, purpose: label(a.purpose), type: label(a.type), encoding: label(a.encoding),
-      mediatype: label(a.mediatype) ?? label(a.mimetype), body_bytes: bodyBytes(a.body),
+      idx,
+      purpose: label(a.purpose),
+      type: label(a.type),
+      encoding: label(a.encoding),
+      mediatype: label(a.mediatype) ?? label(a.mimetype),
+      body_bytes: bodyBytes(a.body),
     })),
     tags: indexedTags(doc),
     units: extractUnits(doc, decoded),

@@ -26,7 +26,11 @@ export class ValidationError extends AppError {
 }
 
 export class InvalidParameterError extends AppError {
-  constructor(readonly parameter: string, problem: string, hint?: string) {
+  constructor(
+    readonly parameter: string,
+    problem: string,
+    hint?: string,
+  ) {
     super(400, 'invalid_parameter', `${parameter}: ${problem}`, [{ path: parameter, message: problem }], hint);
   }
 }
@@ -139,7 +143,10 @@ export class DatabaseBusyError extends AppError {
 export function databaseErrorOf(err: unknown): AppError | undefined {
   if (isInstance(err, AppError)) return undefined;
   if (isDatabaseCapacity(err)) {
-    return new DatabaseBusyError('The database is at its connection limit; retry shortly', 'Lower DB_POOL_MAX of the groups or put PgBouncer in front (README "Many groups")');
+    return new DatabaseBusyError(
+      'The database is at its connection limit; retry shortly',
+      'Lower DB_POOL_MAX of the groups or put PgBouncer in front (README "Many groups")',
+    );
   }
   if (isDatabaseUnavailable(err)) return new AppError(503, 'database_unavailable', 'The database is not reachable; try again shortly');
   return undefined;

@@ -103,7 +103,8 @@ export function checkTagKey(parameter: string, key: string): string {
 
 export function uuidParam(value: unknown, name = 'uuid'): string {
   const r = Uuid.safeParse(value);
-  if (!r.success) fail({ parameter: name, problem: `must be a UUID (8-4-4-4-12 hexadecimal digits), got ${JSON.stringify(String(value).slice(0, 60))}` });
+  if (!r.success)
+    fail({ parameter: name, problem: `must be a UUID (8-4-4-4-12 hexadecimal digits), got ${JSON.stringify(String(value).slice(0, 60))}` });
   return r.data.toLowerCase();
 }
 
@@ -156,6 +157,9 @@ export const ListQuerySchema = z.object({
   party_tel: z.string().optional(),
   start_date: z.string().optional().describe('YYYY-MM-DD or RFC 3339; on created_at'),
   end_date: z.string().optional().describe('YYYY-MM-DD (whole day) or RFC 3339; on created_at'),
-  tags: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional().describe('Every pair must match'),
+  tags: z
+    .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+    .optional()
+    .describe('Every pair must match'),
   format: z.enum(LIST_FORMATS).optional(),
 });

@@ -81,7 +81,9 @@ export const HealthOk = z.object({
 });
 export const HealthDown = HealthOk.extend({
   success: z.literal(false),
-  status: z.enum(['unhealthy', 'busy']).describe('busy: the database is up but every connection of this group is in use (retry after Retry-After); unhealthy: not reachable'),
+  status: z
+    .enum(['unhealthy', 'busy'])
+    .describe('busy: the database is up but every connection of this group is in use (retry after Retry-After); unhealthy: not reachable'),
   database: z.enum(['error', 'busy']),
 });
 
@@ -212,13 +214,19 @@ const CorrectedQuery = z
   .string()
   .nullable()
   .optional()
-  .describe('Keyword and hybrid search: the query as searched when words found in no vCon were corrected from the group\'s vocabulary, else null');
-export const SearchResults = z.object({ success: ok, corrected_query: CorrectedQuery, count: Count, results: z.array(SearchHit), pagination: Pagination });
+  .describe("Keyword and hybrid search: the query as searched when words found in no vCon were corrected from the group's vocabulary, else null");
+export const SearchResults = z.object({
+  success: ok,
+  corrected_query: CorrectedQuery,
+  count: Count,
+  results: z.array(SearchHit),
+  pagination: Pagination,
+});
 export const HybridResults = SearchResults.extend({ results: z.array(HybridHit) });
 
 // Database and analytics
 
 export const DataResult = z.object({
   success: ok,
-  data: z.record(z.string(), z.unknown()).describe('Figures of this instance\'s schema only'),
+  data: z.record(z.string(), z.unknown()).describe("Figures of this instance's schema only"),
 });

@@ -24,9 +24,7 @@ export const DateTime = z
   .string({ error: 'must be a date-time string' })
   .refine((s) => dateTimeProblem(s) !== 'format', { message: 'must be an RFC 3339 date-time such as 2025-01-31T14:05:00Z', abort: true })
   .refine((s) => dateTimeProblem(s) !== 'range', RANGE_PROBLEM);
-const MediaType = z
-  .string({ error: 'must be a media type string' })
-  .regex(MEDIA_TYPE_RE, 'must be a media type like text/plain or audio/x-wav');
+const MediaType = z.string({ error: 'must be a media type string' }).regex(MEDIA_TYPE_RE, 'must be a media type like text/plain or audio/x-wav');
 const Encoding = z.enum(ENCODINGS, { error: `must be one of ${ENCODINGS.join(', ')}` });
 const Index = z.number({ error: 'must be an array index (integer ≥ 0)' }).int('must be an integer').min(0, 'must be ≥ 0');
 const IndexOrList = z.union([Index, z.array(z.union([Index, z.array(Index)]))], {
@@ -76,20 +74,19 @@ export const Dialog = z
   );
 export type Dialog = z.infer<typeof Dialog>;
 
-export const Analysis = z
-  .looseObject({
-    type: z.string({ error: 'is required (a string such as summary or transcript)' }).min(1, 'must not be empty'),
-    vendor: z.string({ error: 'is required (a non-empty string)' }).min(1, 'must not be empty'),
-    dialog: IndexOrList.optional(),
-    product: z.string().optional(),
-    schema: z.string().optional(),
-    mediatype: MediaType.optional(),
-    mimetype: MediaType.optional(),
-    encoding: Encoding.optional(),
-    body: z.string({ error: 'must be a string (serialise structured output and set encoding "json")' }).optional(),
-    url: z.string().optional(),
-    schema_version: z.undefined({ error: 'is not a vCon field: use `schema`' }).optional(),
-  });
+export const Analysis = z.looseObject({
+  type: z.string({ error: 'is required (a string such as summary or transcript)' }).min(1, 'must not be empty'),
+  vendor: z.string({ error: 'is required (a non-empty string)' }).min(1, 'must not be empty'),
+  dialog: IndexOrList.optional(),
+  product: z.string().optional(),
+  schema: z.string().optional(),
+  mediatype: MediaType.optional(),
+  mimetype: MediaType.optional(),
+  encoding: Encoding.optional(),
+  body: z.string({ error: 'must be a string (serialise structured output and set encoding "json")' }).optional(),
+  url: z.string().optional(),
+  schema_version: z.undefined({ error: 'is not a vCon field: use `schema`' }).optional(),
+});
 export type Analysis = z.infer<typeof Analysis>;
 
 export const Attachment = z.looseObject({
@@ -127,10 +124,8 @@ const VconFields = {
 const indexList = (v: unknown): number[] => (Array.isArray(v) ? v.flat(2) : typeof v === 'number' ? [v] : []) as number[];
 
 /** The plain (unsigned, unencrypted) vCon, with index references checked. */
-export const Vcon = z
-  .looseObject(VconFields)
-  .superRefine(
-    (v, ctx) => {
+export const Vcon = z.looseObject(VconFields).superRefine(
+  (v, ctx) => {
     // Runs even when other fields failed, so one 400 lists every problem: read defensively.
     const list = (x: unknown) => (Array.isArray(x) ? x.filter((i) => typeof i === 'object' && i !== null) : []);
     v = { ...v, parties: list(v.parties), dialog: list(v.dialog), analysis: list(v.analysis), attachments: list(v.attachments) };
@@ -141,18 +136,20 @@ export const Vcon = z
     };
     v.dialog?.forEach((d, i) => {
       for (const p of indexList(d.parties)) check(p < np, ['dialog', i, 'parties'], `party index ${p} is out of range (${np} parties)`);
-      if (typeof d.originator === 'number') check(d.originator < np, ['dialog', i, 'originator'], `party index ${d.originator} is out of range (${np} parties)`);
+      if (typeof d.originator === 'number')
+        check(d.originator < np, ['dialog', i, 'originator'], `party index ${d.originator} is out of range (${np} parties)`);
     });
     v.analysis?.forEach((a, i) => {
       for (const di of indexList(a.dialog)) check(di < nd, ['analysis', i, 'dialog'], `dialog index ${di} is out of range (${nd} dialogs)`);
     });
     v.attachments?.forEach((a, i) => {
       if (typeof a.party === 'number') check(a.party < np, ['attachments', i, 'party'], `party index ${a.party} is out of range (${np} parties)`);
-      if (typeof a.dialog === 'number') check(a.dialog < nd, ['attachments', i, 'dialog'], `dialog index ${a.dialog} is out of range (${nd} dialogs)`);
+      if (typeof a.dialog === 'number')
+        check(a.dialog < nd, ['attachments', i, 'dialog'], `dialog index ${a.dialog} is out of range (${nd} dialogs)`);
     });
-    },
-    { when: (p) => typeof p.value === 'object' && p.value !== null && !Array.isArray(p.value) },
-  );
+  },
+  { when: (p) => typeof p.value === 'object' && p.value !== null && !Array.isArray(p.value) },
+);
 export type Vcon = z.infer<typeof Vcon>;
 
 /** A JWS General JSON signed vCon: stored opaque, identified by the uuid in a signature header. */
@@ -190,7 +187,10 @@ export function validate<T extends z.ZodType>(schema: T, value: unknown, what: s
   const text = unstorableText(value, prefix);
   if (r.success && text.length === 0) return r.data;
   const details = [...(r.success ? [] : toDetails(r.error, prefix)), ...text];
-  const head = details.slice(0, 3).map((d) => `${d.path}: ${d.message}`).join('; ');
+  const head = details
+    .slice(0, 3)
+    .map((d) => `${d.path}: ${d.message}`)
+    .join('; ');
   const more = details.length > 3 ? ` (and ${details.length - 3} more)` : '';
   throw new ValidationError(`Invalid ${what}: ${head}${more}`, details);
 }
@@ -207,7 +207,9 @@ export function checkDepth(input: unknown, max = MAX_DEPTH): void {
     const [v, depth] = stack.pop()!;
     if (typeof v !== 'object' || v === null) continue;
     if (depth > max) {
-      throw new ValidationError(`Invalid vCon: nested deeper than ${max} levels`, [{ path: '(root)', message: `must not nest deeper than ${max} levels` }]);
+      throw new ValidationError(`Invalid vCon: nested deeper than ${max} levels`, [
+        { path: '(root)', message: `must not nest deeper than ${max} levels` },
+      ]);
     }
     for (const child of Array.isArray(v) ? v : Object.values(v)) {
       if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);

@@ -9,7 +9,7 @@ const WORDS = CODE_BITS / 32;
 const popcount = (x: number) => {
   x -= (x >>> 1) & 0x55555555;
   x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24);
+  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
 };
 
 /** Packs code bytes (bit i = MSB-first bit of byte i >> 3, as varbit_send) into 32-bit words. */

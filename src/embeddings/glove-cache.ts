@@ -88,7 +88,10 @@ async function streamVectors(file: string, onWord: (word: string, values: number
       if (close < 0) break;
       const word = JSON.parse(buf.slice(pos, k + 1)) as string;
       const open = buf.indexOf('[', k);
-      const values = buf.slice(open + 1, close).split(',').map(Number);
+      const values = buf
+        .slice(open + 1, close)
+        .split(',')
+        .map(Number);
       onWord(word, values);
       pos = close + 1;
     }
@@ -161,7 +164,10 @@ export function loadCache(file: string): WordVectors {
   off += hlen;
   const wlen = buf.readUInt32LE(off);
   off += 4;
-  const words = buf.subarray(off, off + wlen).toString('utf8').split('\n');
+  const words = buf
+    .subarray(off, off + wlen)
+    .toString('utf8')
+    .split('\n');
   off += wlen;
   off += (4 - (off % 4)) % 4;
   const { dims, count } = header;
@@ -185,7 +191,10 @@ export function loadCache(file: string): WordVectors {
  * makes other processes (every group's child starting at once) wait for the file instead of
  * each streaming the JSON. A lock older than 10 minutes is taken as abandoned.
  */
-export async function ensureCache(dir: string, opts: { vocab?: number; source?: string; onBuild?: (info: { file: string; phase: 'start' | 'done'; ms?: number }) => void } = {}): Promise<string> {
+export async function ensureCache(
+  dir: string,
+  opts: { vocab?: number; source?: string; onBuild?: (info: { file: string; phase: 'start' | 'done'; ms?: number }) => void } = {},
+): Promise<string> {
   const vocab = opts.vocab ?? DEFAULT_VOCAB;
   const file = path.join(dir, cacheFileName(vocab));
   const lock = `${file}.lock`;

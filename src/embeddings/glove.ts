@@ -179,11 +179,13 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     const g = encodeGlove(text);
     for (let d = 0; d < dims; d++) out[d] = g[d] * gw;
     if (o.hashDims > 0) {
-      const h = normalize((() => {
-        const x = new Float32Array(o.hashDims);
-        addHashedFeatures(text, x);
-        return x;
-      })());
+      const h = normalize(
+        (() => {
+          const x = new Float32Array(o.hashDims);
+          addHashedFeatures(text, x);
+          return x;
+        })(),
+      );
       for (let d = 0; d < o.hashDims; d++) out[dims + d] = h[d] * hw;
     }
     return normalize(out);

@@ -18,10 +18,7 @@ interface ProviderLog {
 export const embeddingsCacheDir = (dataDir: string) => path.join(dataDir, 'embeddings');
 
 /** The provider a configuration asks for. Nothing is loaded until the first embed or warm(). */
-export function createEmbeddingProvider(
-  config: Pick<Config, 'embeddings' | 'dataDir'>,
-  log?: ProviderLog,
-): EmbeddingProvider {
+export function createEmbeddingProvider(config: Pick<Config, 'embeddings' | 'dataDir'>, log?: ProviderLog): EmbeddingProvider {
   const e = config.embeddings;
   switch (e.provider) {
     case 'hashing':

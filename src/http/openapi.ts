@@ -32,23 +32,51 @@ const AnalyzeRequest = z.object({
 
 /** The components every document holds: schema name → zod schema. */
 const SCHEMAS: Record<string, z.ZodType> = {
-  Vcon, Party, Dialog, Analysis, Attachment, SignedVcon, EncryptedVcon,
+  Vcon,
+  Party,
+  Dialog,
+  Analysis,
+  Attachment,
+  SignedVcon,
+  EncryptedVcon,
   StoredVcon: R.StoredVcon,
-  VconPatch, TagPut, AnalyzeRequest,
+  VconPatch,
+  TagPut,
+  AnalyzeRequest,
   ErrorDetail: R.ErrorDetail,
   Error: R.ErrorBody,
   ...Object.fromEntries(R.ERROR_STATUSES.map((s) => [`Error${s}`, R.errorBodyOf(s)])),
   Pagination: R.Pagination,
-  HealthOk: R.HealthOk, HealthDown: R.HealthDown, VersionInfo: R.VersionInfo,
-  JsonSchemaDocument: R.JsonSchemaDocument, OpenApiDocument: R.OpenApiDocument, ExampleResult: R.ExampleResult,
-  Created: R.Created, Replaced: R.Replaced, BatchItem: R.BatchItem, BatchResult: R.BatchResult, BatchFailed: R.BatchFailed,
-  ListItem: R.ListItem, VconList: R.VconList, VconResult: R.VconResult, Deleted: R.Deleted,
-  AnalysisList: R.AnalysisList, AttachmentList: R.AttachmentList,
-  DialogAppended: R.DialogAppended, AnalysisAppended: R.AnalysisAppended, AttachmentAppended: R.AttachmentAppended,
-  TagMap: R.TagMap, TagValue: R.TagValue, UniqueTags: R.UniqueTags, TagSearchResult: R.TagSearchResult,
+  HealthOk: R.HealthOk,
+  HealthDown: R.HealthDown,
+  VersionInfo: R.VersionInfo,
+  JsonSchemaDocument: R.JsonSchemaDocument,
+  OpenApiDocument: R.OpenApiDocument,
+  ExampleResult: R.ExampleResult,
+  Created: R.Created,
+  Replaced: R.Replaced,
+  BatchItem: R.BatchItem,
+  BatchResult: R.BatchResult,
+  BatchFailed: R.BatchFailed,
+  ListItem: R.ListItem,
+  VconList: R.VconList,
+  VconResult: R.VconResult,
+  Deleted: R.Deleted,
+  AnalysisList: R.AnalysisList,
+  AttachmentList: R.AttachmentList,
+  DialogAppended: R.DialogAppended,
+  AnalysisAppended: R.AnalysisAppended,
+  AttachmentAppended: R.AttachmentAppended,
+  TagMap: R.TagMap,
+  TagValue: R.TagValue,
+  UniqueTags: R.UniqueTags,
+  TagSearchResult: R.TagSearchResult,
   DiscoveryResult: R.DiscoveryResult,
-  SearchMatch: R.SearchMatch, SearchHit: R.SearchHit, HybridHit: R.HybridHit,
-  SearchResults: R.SearchResults, HybridResults: R.HybridResults,
+  SearchMatch: R.SearchMatch,
+  SearchHit: R.SearchHit,
+  HybridHit: R.HybridHit,
+  SearchResults: R.SearchResults,
+  HybridResults: R.HybridResults,
   DataResult: R.DataResult,
 };
 type SchemaName = keyof typeof SCHEMAS & string;
@@ -85,7 +113,12 @@ const DiscoveryQuery = z.object({
 /** Query parameters whose value is JSON (OpenAPI `content` instead of `schema`). */
 const JSON_PARAMS = new Set(['tags']);
 
-const TagKey = z.string().min(1).max(200).regex(/^[^:]+$/).describe('Tag key: not empty, no ":"');
+const TagKey = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[^:]+$/)
+  .describe('Tag key: not empty, no ":"');
 
 interface Reply {
   description: string;
@@ -119,26 +152,58 @@ const vconExamples = Object.fromEntries(EXAMPLE_TYPES.map((t) => [t, { summary: 
 const ROUTES: Route[] = [
   // Infrastructure (no authentication)
   {
-    method: 'get', path: '/health', id: 'getHealth', tag: 'infrastructure', open: true,
-    summary: 'API and database health', description: 'Reports the active schema and the instance label. Never reveals database version, host or credentials.',
-    replies: { 200: { description: 'Healthy', schema: 'HealthOk' }, 503: { description: 'The database is not reachable (unhealthy) or every connection of the group is in use (busy, with Retry-After)', schema: 'HealthDown' } },
+    method: 'get',
+    path: '/health',
+    id: 'getHealth',
+    tag: 'infrastructure',
+    open: true,
+    summary: 'API and database health',
+    description: 'Reports the active schema and the instance label. Never reveals database version, host or credentials.',
+    replies: {
+      200: { description: 'Healthy', schema: 'HealthOk' },
+      503: {
+        description: 'The database is not reachable (unhealthy) or every connection of the group is in use (busy, with Retry-After)',
+        schema: 'HealthDown',
+      },
+    },
   },
   {
-    method: 'get', path: '/version', id: 'getVersion', tag: 'infrastructure', open: true,
-    summary: 'Version information', replies: { 200: { description: 'Version, commit, build time, base path', schema: 'VersionInfo' } },
+    method: 'get',
+    path: '/version',
+    id: 'getVersion',
+    tag: 'infrastructure',
+    open: true,
+    summary: 'Version information',
+    replies: { 200: { description: 'Version, commit, build time, base path', schema: 'VersionInfo' } },
   },
   {
-    method: 'get', path: '/schema', id: 'getVconSchema', tag: 'infrastructure', open: true, rest: true,
+    method: 'get',
+    path: '/schema',
+    id: 'getVconSchema',
+    tag: 'infrastructure',
+    open: true,
+    rest: true,
     summary: 'The vCon JSON Schema (draft 2020-12), generated from the validator',
     replies: { 200: { description: 'JSON Schema document', schema: 'JsonSchemaDocument', contentType: 'application/schema+json' } },
   },
   {
-    method: 'get', path: '/openapi.json', id: 'getOpenApi', tag: 'infrastructure', open: true, rest: true,
-    summary: 'This OpenAPI 3.1 document', replies: { 200: { description: 'OpenAPI document', schema: 'OpenApiDocument' } },
+    method: 'get',
+    path: '/openapi.json',
+    id: 'getOpenApi',
+    tag: 'infrastructure',
+    open: true,
+    rest: true,
+    summary: 'This OpenAPI 3.1 document',
+    replies: { 200: { description: 'OpenAPI document', schema: 'OpenApiDocument' } },
   },
   {
-    method: 'get', path: '/examples/:type', id: 'getExample', tag: 'infrastructure', open: true, rest: true,
-    summary: 'An example vCon by type; each passes the service\'s own validation',
+    method: 'get',
+    path: '/examples/:type',
+    id: 'getExample',
+    tag: 'infrastructure',
+    open: true,
+    rest: true,
+    summary: "An example vCon by type; each passes the service's own validation",
     replies: {
       200: {
         description: 'The example',
@@ -151,7 +216,10 @@ const ROUTES: Route[] = [
 
   // vCons
   {
-    method: 'post', path: '/vcons', id: 'createVcon', tag: 'vcons',
+    method: 'post',
+    path: '/vcons',
+    id: 'createVcon',
+    tag: 'vcons',
     summary: 'Create a vCon, or replace the one with the same uuid',
     description: 'The body is the vCon itself. A missing uuid is assigned (v4), a missing created_at set to now.',
     body: { schema: 'StoredVcon', examples: vconExamples },
@@ -159,7 +227,10 @@ const ROUTES: Route[] = [
     errors: [400],
   },
   {
-    method: 'post', path: '/vcons/batch', id: 'createVconBatch', tag: 'vcons',
+    method: 'post',
+    path: '/vcons/batch',
+    id: 'createVconBatch',
+    tag: 'vcons',
     summary: `Create or replace 1 to ${R.BATCH_MAX} vCons; items are independent`,
     body: {
       schema: z.array(R.StoredVcon).min(1).max(R.BATCH_MAX),
@@ -168,17 +239,29 @@ const ROUTES: Route[] = [
     replies: {
       201: { description: 'Every item stored', schema: 'BatchResult' },
       207: { description: 'Some items stored, some rejected', schema: 'BatchResult' },
-      400: { description: 'No item stored (the batch report with error validation_failed), or a bad request (error body: validation_failed, batch_empty, batch_too_large, invalid_json)', schema: 'BatchFailed' },
+      400: {
+        description:
+          'No item stored (the batch report with error validation_failed), or a bad request (error body: validation_failed, batch_empty, batch_too_large, invalid_json)',
+        schema: 'BatchFailed',
+      },
     },
   },
   {
-    method: 'get', path: '/vcons', id: 'listVcons', tag: 'vcons',
-    summary: 'List vCons, newest first (by latest tag change with tags=)', query: ListQuerySchema,
+    method: 'get',
+    path: '/vcons',
+    id: 'listVcons',
+    tag: 'vcons',
+    summary: 'List vCons, newest first (by latest tag change with tags=)',
+    query: ListQuerySchema,
     replies: { 200: { description: 'A page of vCons', schema: 'VconList' } },
     errors: [400],
   },
   {
-    method: 'get', path: '/vcons/:uuid', id: 'getVcon', tag: 'vcons', summary: 'Read a vCon',
+    method: 'get',
+    path: '/vcons/:uuid',
+    id: 'getVcon',
+    tag: 'vcons',
+    summary: 'Read a vCon',
     query: z.object({
       format: z.enum(GET_FORMATS).default('full').describe('metadata: no dialog/analysis/attachments; summary: metadata plus summary analyses'),
     }),
@@ -186,37 +269,61 @@ const ROUTES: Route[] = [
     errors: [400, 404],
   },
   {
-    method: 'patch', path: '/vcons/:uuid', id: 'updateVcon', tag: 'vcons', summary: 'Update subject, extensions, critical',
+    method: 'patch',
+    path: '/vcons/:uuid',
+    id: 'updateVcon',
+    tag: 'vcons',
+    summary: 'Update subject, extensions, critical',
     body: { schema: 'VconPatch' },
     replies: { 200: { description: 'The full updated vCon', schema: 'VconResult' } },
     errors: [400, 404],
   },
   {
-    method: 'delete', path: '/vcons/:uuid', id: 'deleteVcon', tag: 'vcons', summary: 'Delete a vCon and every derived row',
+    method: 'delete',
+    path: '/vcons/:uuid',
+    id: 'deleteVcon',
+    tag: 'vcons',
+    summary: 'Delete a vCon and every derived row',
     replies: { 200: { description: 'Deleted', schema: 'Deleted' } },
     errors: [400, 404],
   },
   {
-    method: 'post', path: '/vcons/:uuid/dialog', id: 'addDialog', tag: 'vcons', summary: 'Append a dialog',
+    method: 'post',
+    path: '/vcons/:uuid/dialog',
+    id: 'addDialog',
+    tag: 'vcons',
+    summary: 'Append a dialog',
     body: { schema: 'Dialog' },
     replies: { 201: { description: 'Appended at index', schema: 'DialogAppended' } },
     errors: [400, 404],
   },
   {
-    method: 'get', path: '/vcons/:uuid/analysis', id: 'getAnalysis', tag: 'vcons', summary: 'Read the analyses, filtered by type',
+    method: 'get',
+    path: '/vcons/:uuid/analysis',
+    id: 'getAnalysis',
+    tag: 'vcons',
+    summary: 'Read the analyses, filtered by type',
     query: z.object({ type: z.string().max(1000).optional().describe('Exact analysis type (discover them at /discovery/analysis/types)') }),
     replies: { 200: { description: 'Analyses', schema: 'AnalysisList' } },
     errors: [400, 404],
   },
   {
-    method: 'post', path: '/vcons/:uuid/analysis', id: 'addAnalysis', tag: 'vcons', summary: 'Append an analysis',
+    method: 'post',
+    path: '/vcons/:uuid/analysis',
+    id: 'addAnalysis',
+    tag: 'vcons',
+    summary: 'Append an analysis',
     description: 'vendor is required, body must be a string, schema_version is refused (use schema).',
     body: { schema: 'Analysis' },
     replies: { 201: { description: 'Appended at index', schema: 'AnalysisAppended' } },
     errors: [400, 404],
   },
   {
-    method: 'get', path: '/vcons/:uuid/attachments', id: 'getAttachments', tag: 'vcons', summary: 'Read the attachments, filtered by purpose and/or legacy type',
+    method: 'get',
+    path: '/vcons/:uuid/attachments',
+    id: 'getAttachments',
+    tag: 'vcons',
+    summary: 'Read the attachments, filtered by purpose and/or legacy type',
     query: z.object({
       purpose: z.string().max(1000).optional().describe('Preferred: matches purpose, or type for legacy attachments without purpose'),
       type: z.string().max(1000).optional().describe('Legacy attachment type'),
@@ -225,7 +332,11 @@ const ROUTES: Route[] = [
     errors: [400, 404],
   },
   {
-    method: 'post', path: '/vcons/:uuid/attachments', id: 'addAttachment', tag: 'vcons', summary: 'Append an attachment',
+    method: 'post',
+    path: '/vcons/:uuid/attachments',
+    id: 'addAttachment',
+    tag: 'vcons',
+    summary: 'Append an attachment',
     body: { schema: 'Attachment' },
     replies: { 201: { description: 'Appended at index', schema: 'AttachmentAppended' } },
     errors: [400, 404],
@@ -233,32 +344,60 @@ const ROUTES: Route[] = [
 
   // Tags and discovery
   {
-    method: 'get', path: '/vcons/:uuid/tags', id: 'getTags', tag: 'tags', summary: 'All tags of a vCon, or one with key=',
+    method: 'get',
+    path: '/vcons/:uuid/tags',
+    id: 'getTags',
+    tag: 'tags',
+    summary: 'All tags of a vCon, or one with key=',
     query: z.object({ key: z.string().max(1000).optional().describe('Return only this tag (404 tag_not_found when absent)') }),
     replies: { 200: { description: 'TagMap without key, TagValue with key', schema: 'TagMap' } },
     errors: [400, 404],
   },
   {
-    method: 'delete', path: '/vcons/:uuid/tags', id: 'deleteTags', tag: 'tags', summary: 'Remove every tag',
-    replies: { 204: { description: 'Removed' } }, errors: [400, 404],
+    method: 'delete',
+    path: '/vcons/:uuid/tags',
+    id: 'deleteTags',
+    tag: 'tags',
+    summary: 'Remove every tag',
+    replies: { 204: { description: 'Removed' } },
+    errors: [400, 404],
   },
   {
-    method: 'put', path: '/vcons/:uuid/tags/:key', id: 'setTag', tag: 'tags', summary: 'Set a tag',
+    method: 'put',
+    path: '/vcons/:uuid/tags/:key',
+    id: 'setTag',
+    tag: 'tags',
+    summary: 'Set a tag',
     body: { schema: 'TagPut' },
-    replies: { 200: { description: 'The stored tag', schema: 'TagValue' } }, errors: [400, 404],
+    replies: { 200: { description: 'The stored tag', schema: 'TagValue' } },
+    errors: [400, 404],
   },
   {
-    method: 'delete', path: '/vcons/:uuid/tags/:key', id: 'deleteTag', tag: 'tags', summary: 'Remove a tag (also when absent)',
-    replies: { 204: { description: 'Removed' } }, errors: [400, 404],
+    method: 'delete',
+    path: '/vcons/:uuid/tags/:key',
+    id: 'deleteTag',
+    tag: 'tags',
+    summary: 'Remove a tag (also when absent)',
+    replies: { 204: { description: 'Removed' } },
+    errors: [400, 404],
   },
   {
-    method: 'get', path: '/tags', id: 'listTags', tag: 'tags', summary: 'Unique tag keys and values across the database',
+    method: 'get',
+    path: '/tags',
+    id: 'listTags',
+    tag: 'tags',
+    summary: 'Unique tag keys and values across the database',
     replies: { 200: { description: 'Keys with their values and counts', schema: 'UniqueTags' } },
   },
   {
-    method: 'get', path: '/tags/search', id: 'searchTags', tag: 'tags', summary: 'vCons having every given tag, newest tag change first',
+    method: 'get',
+    path: '/tags/search',
+    id: 'searchTags',
+    tag: 'tags',
+    summary: 'vCons having every given tag, newest tag change first',
     query: z.object({ tags: TagsFilter.unwrap().describe('Required: every pair must match'), limit: Limit(50), offset: Offset }),
-    replies: { 200: { description: 'Matching uuids', schema: 'TagSearchResult' } }, errors: [400],
+    replies: { 200: { description: 'Matching uuids', schema: 'TagSearchResult' } },
+    errors: [400],
   },
   ...(
     [
@@ -267,22 +406,46 @@ const ROUTES: Route[] = [
       ['/discovery/analysis/types', 'discoverAnalysisTypes', 'Live analysis types'],
     ] as const
   ).map(([path, id, summary]): Route => ({
-    method: 'get', path, id, tag: 'discovery', summary, query: DiscoveryQuery,
-    replies: { 200: { description: 'Values with the number of vCons having each', schema: 'DiscoveryResult' } }, errors: [400],
+    method: 'get',
+    path,
+    id,
+    tag: 'discovery',
+    summary,
+    query: DiscoveryQuery,
+    replies: { 200: { description: 'Values with the number of vCons having each', schema: 'DiscoveryResult' } },
+    errors: [400],
   })),
 
   // Search
   {
-    method: 'get', path: '/vcons/search/content', id: 'searchContent', tag: 'search', summary: 'Keyword (full-text) search', query: SearchQuery,
-    replies: { 200: { description: 'One result per vCon, best first', schema: 'SearchResults' } }, errors: [400],
+    method: 'get',
+    path: '/vcons/search/content',
+    id: 'searchContent',
+    tag: 'search',
+    summary: 'Keyword (full-text) search',
+    query: SearchQuery,
+    replies: { 200: { description: 'One result per vCon, best first', schema: 'SearchResults' } },
+    errors: [400],
   },
   {
-    method: 'get', path: '/vcons/search/semantic', id: 'searchSemantic', tag: 'search', summary: 'Embedding similarity search', query: VectorSearchQuery,
-    replies: { 200: { description: 'One result per vCon, best first', schema: 'SearchResults' } }, errors: [400],
+    method: 'get',
+    path: '/vcons/search/semantic',
+    id: 'searchSemantic',
+    tag: 'search',
+    summary: 'Embedding similarity search',
+    query: VectorSearchQuery,
+    replies: { 200: { description: 'One result per vCon, best first', schema: 'SearchResults' } },
+    errors: [400],
   },
   {
-    method: 'get', path: '/vcons/search/hybrid', id: 'searchHybrid', tag: 'search', summary: 'Reciprocal rank fusion of keyword and semantic search', query: VectorSearchQuery,
-    replies: { 200: { description: 'One result per vCon, best first, with both ranks', schema: 'HybridResults' } }, errors: [400],
+    method: 'get',
+    path: '/vcons/search/hybrid',
+    id: 'searchHybrid',
+    tag: 'search',
+    summary: 'Reciprocal rank fusion of keyword and semantic search',
+    query: VectorSearchQuery,
+    replies: { 200: { description: 'One result per vCon, best first, with both ranks', schema: 'HybridResults' } },
+    errors: [400],
   },
 
   // Database and analytics
@@ -299,15 +462,29 @@ const ROUTES: Route[] = [
       ['/analytics/attachments', 'getAnalyticsAttachments', 'Attachment analytics', undefined],
     ] as const
   ).map(([path, id, summary, query]): Route => ({
-    method: 'get', path, id, tag: path.startsWith('/analytics') ? 'analytics' : 'database', summary, query,
-    replies: { 200: { description: 'Figures of this instance\'s schema', schema: 'DataResult' } },
+    method: 'get',
+    path,
+    id,
+    tag: path.startsWith('/analytics') ? 'analytics' : 'database',
+    summary,
+    query,
+    replies: { 200: { description: "Figures of this instance's schema", schema: 'DataResult' } },
     errors: query ? [400] : [],
   })),
   {
-    method: 'post', path: '/database/analyze', id: 'analyzeQuery', tag: 'database', summary: 'The plan of one read-only SELECT',
-    description: 'EXPLAIN (FORMAT JSON) in a read-only transaction with a statement timeout. Anything but one SELECT or WITH ... SELECT is refused. A POST, so read-only keys get 403.',
-    body: { schema: 'AnalyzeRequest', examples: { plan: { value: { query: 'select uuid from vcons order by created_at desc limit 10', analyze: false } } } },
-    replies: { 200: { description: 'The plan', schema: 'DataResult' } }, errors: [400],
+    method: 'post',
+    path: '/database/analyze',
+    id: 'analyzeQuery',
+    tag: 'database',
+    summary: 'The plan of one read-only SELECT',
+    description:
+      'EXPLAIN (FORMAT JSON) in a read-only transaction with a statement timeout. Anything but one SELECT or WITH ... SELECT is refused. A POST, so read-only keys get 403.',
+    body: {
+      schema: 'AnalyzeRequest',
+      examples: { plan: { value: { query: 'select uuid from vcons order by created_at desc limit 10', analyze: false } } },
+    },
+    replies: { 200: { description: 'The plan', schema: 'DataResult' } },
+    errors: [400],
   },
 ];
 
@@ -361,9 +538,12 @@ function buildParameters(route: Route): Json[] {
   const params: Json[] = [];
   for (const name of route.path.match(/:([A-Za-z0-9_]+)/g)?.map((s) => s.slice(1)) ?? []) {
     const schema =
-      name === 'uuid' ? toSchema(Uuid, 'input')
-        : name === 'key' ? toSchema(TagKey, 'input')
-          : name === 'type' ? { type: 'string', enum: EXAMPLE_TYPES }
+      name === 'uuid'
+        ? toSchema(Uuid, 'input')
+        : name === 'key'
+          ? toSchema(TagKey, 'input')
+          : name === 'type'
+            ? { type: 'string', enum: EXAMPLE_TYPES }
             : { type: 'string' };
     params.push({ name, in: 'path', required: true, schema });
   }
@@ -389,8 +569,21 @@ export function buildOpenApiDocument(config: Config, info: { version: string }):
   const bearer = config.auth.header === 'authorization';
   const schemeName = bearer ? 'bearerAuth' : 'apiKeyAuth';
   const securitySchemes: Json = bearer
-    ? { bearerAuth: { type: 'http', scheme: 'bearer', description: 'A key from API_KEYS (read-write) or API_KEYS_READONLY (GET only), as Authorization: Bearer <key>' } }
-    : { apiKeyAuth: { type: 'apiKey', in: 'header', name: config.auth.header, description: `A key from API_KEYS (read-write) or API_KEYS_READONLY (GET only), in the ${config.auth.header} header` } };
+    ? {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A key from API_KEYS (read-write) or API_KEYS_READONLY (GET only), as Authorization: Bearer <key>',
+        },
+      }
+    : {
+        apiKeyAuth: {
+          type: 'apiKey',
+          in: 'header',
+          name: config.auth.header,
+          description: `A key from API_KEYS (read-write) or API_KEYS_READONLY (GET only), in the ${config.auth.header} header`,
+        },
+      };
 
   const headers = Object.fromEntries(PROVENANCE_HEADERS.map((h) => [h, { $ref: `#/components/headers/${h}` }]));
   const responses: Json = {};
@@ -460,7 +653,9 @@ export function buildOpenApiDocument(config: Config, info: { version: string }):
         'A method a path does not serve answers 405 method_not_allowed; an unknown path 404 route_not_found.',
         'Every response carries X-Request-Id, X-Version, X-Git-Commit and X-Build-Time.',
         authRequired ? '' : 'Authentication is disabled on this instance (API_AUTH_REQUIRED=false).',
-      ].filter(Boolean).join('\n\n'),
+      ]
+        .filter(Boolean)
+        .join('\n\n'),
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: config.rest.basePath || '/', description: 'This instance (relative to the URL this document was read from)' }],

@@ -82,10 +82,13 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
     await s.server.close().catch(() => undefined);
   };
 
-  const sweep = setInterval(() => {
-    const cutoff = Date.now() - idleMs;
-    for (const s of sessions.values()) if (s.inFlight === 0 && s.lastSeen < cutoff) void closeSession(s, 'idle');
-  }, Math.min(idleMs, 60_000));
+  const sweep = setInterval(
+    () => {
+      const cutoff = Date.now() - idleMs;
+      for (const s of sessions.values()) if (s.inFlight === 0 && s.lastSeen < cutoff) void closeSession(s, 'idle');
+    },
+    Math.min(idleMs, 60_000),
+  );
   sweep.unref();
 
   // The REST keys and the REST error format; read-only keys may POST here (scope limits tools instead).
@@ -163,7 +166,9 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
           production,
         });
       } else {
-        sendError(req, res, 503, 'service_unavailable', `Too many open MCP sessions (${maxSessions}), every one busy with a call; retry later`, { production });
+        sendError(req, res, 503, 'service_unavailable', `Too many open MCP sessions (${maxSessions}), every one busy with a call; retry later`, {
+          production,
+        });
       }
       return;
     }
@@ -266,10 +271,17 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
   /** Stateless mode has no session to stream to or delete. */
   const noSessions: RequestHandler = (req, res) => {
     res.setHeader('Allow', 'POST, OPTIONS');
-    sendError(req, res, 405, 'method_not_allowed', `${req.method} ${MCP_PATH} needs a session; this server runs MCP without sessions (MCP_HTTP_STATELESS)`, {
-      hint: 'Send every request as a POST; there is no session to open, stream or close',
-      production,
-    });
+    sendError(
+      req,
+      res,
+      405,
+      'method_not_allowed',
+      `${req.method} ${MCP_PATH} needs a session; this server runs MCP without sessions (MCP_HTTP_STATELESS)`,
+      {
+        hint: 'Send every request as a POST; there is no session to open, stream or close',
+        production,
+      },
+    );
   };
 
   const getOrDelete: RequestHandler = async (req, res) => {

@@ -31,7 +31,12 @@ export function toToolResult(value: unknown): CallToolResult {
 
 /** Any thrown value as the REST error body (the shared mapping, src/transport/errors.ts). Never throws. */
 export function toErrorContent(err: unknown, opts: ResultOptions): { status: number; body: ToolErrorContent } {
-  return toErrorBody(err, { ...opts, logFields: { transport: 'mcp' } }) ?? { status: 500, body: { error: 'internal_error', message: 'An unexpected error occurred' } };
+  return (
+    toErrorBody(err, { ...opts, logFields: { transport: 'mcp' } }) ?? {
+      status: 500,
+      body: { error: 'internal_error', message: 'An unexpected error occurred' },
+    }
+  );
 }
 
 /** A failed tool call: text `code: message` (with details) and the structured error body. */

@@ -44,10 +44,7 @@ export function toolsForScope(scope: Scope): ToolDef[] {
 /** One MCP server bound to one caller: every tool and resource runs with that caller's ctx. */
 export function buildMcpServer(deps: McpServerDeps, who: SessionIdentity): McpServer {
   const { services, log } = deps;
-  const server = new McpServer(
-    { name: SERVER_NAME, title: 'vCon server', version: deps.buildInfo.version },
-    { instructions: INSTRUCTIONS },
-  );
+  const server = new McpServer({ name: SERVER_NAME, title: 'vCon server', version: deps.buildInfo.version }, { instructions: INSTRUCTIONS });
   const opts: ResultOptions = { production: deps.production, log };
   const env: ToolEnv = { services, buildInfo: deps.buildInfo, basePath: deps.basePath };
   const ctxOf = (requestId: string | number): RequestCtx => ({
@@ -60,7 +57,12 @@ export function buildMcpServer(deps: McpServerDeps, who: SessionIdentity): McpSe
   for (const tool of toolsForScope(who.scope)) {
     server.registerTool(
       tool.name,
-      { title: tool.title, description: tool.description, inputSchema: advertisedSchema(tool.input), annotations: { title: tool.title, ...tool.annotations } },
+      {
+        title: tool.title,
+        description: tool.description,
+        inputSchema: advertisedSchema(tool.input),
+        annotations: { title: tool.title, ...tool.annotations },
+      },
       async (args: Record<string, unknown>, extra) => {
         const ctx = ctxOf(extra.requestId);
         try {

@@ -2,9 +2,7 @@
 // same zod schemas. Names follow vcon-mcp where the meaning matches. Keep in sync with README § "MCP".
 import { z } from 'zod';
 import { InvalidParameterError, ValidationError } from '../domain/errors.js';
-import {
-  enumParam, GET_FORMATS, ListQuerySchema, stringParam, uuidParam,
-} from '../domain/queries.js';
+import { enumParam, GET_FORMATS, ListQuerySchema, stringParam, uuidParam } from '../domain/queries.js';
 import { Analysis, Attachment, Dialog, Uuid, Vcon } from '../domain/vcon.js';
 import { EXAMPLE_TYPES } from '../domain/examples.js';
 import { healthBody } from '../services/health-service.js';
@@ -44,8 +42,12 @@ const ADD = { readOnlyHint: false, destructiveHint: false, idempotentHint: false
 const OVERWRITE = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false } as const;
 
 const uuidArg = Uuid.describe('The vCon UUID (8-4-4-4-12 hex), as returned by create_vcon or a search');
-const formatArg = z.enum(GET_FORMATS).optional()
-  .describe('full (default): the whole vCon; metadata: top-level fields without dialog/analysis/attachments; summary: metadata plus analyses of type "summary"');
+const formatArg = z
+  .enum(GET_FORMATS)
+  .optional()
+  .describe(
+    'full (default): the whole vCon; metadata: top-level fields without dialog/analysis/attachments; summary: metadata plus analyses of type "summary"',
+  );
 const discoveryArgs = {
   include_counts: z.boolean().optional().describe('Include per-value vCon counts (default true)'),
   min_count: z.number().int().min(1).optional().describe('Only values present on at least this many vCons (default 1)'),
@@ -130,7 +132,13 @@ const introspectionTool = (
 type Section = 'dialog' | 'analysis' | 'attachments';
 
 /** add_dialog, add_analysis, add_attachment: one append each, answered as {uuid, index, <item>}. */
-const appendTool = (section: Section, item: 'dialog' | 'analysis' | 'attachment', schema: z.ZodType, title: string, description: string): ToolDef => ({
+const appendTool = (
+  section: Section,
+  item: 'dialog' | 'analysis' | 'attachment',
+  schema: z.ZodType,
+  title: string,
+  description: string,
+): ToolDef => ({
   name: `add_${item}`,
   title,
   description,
@@ -219,22 +227,38 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: 'delete_vcon',
     title: 'Delete a vCon',
-    description: 'Permanently delete a vCon and everything derived from it (tags, search index, embeddings). Cannot be undone. Returns {uuid, deleted: true}.',
+    description:
+      'Permanently delete a vCon and everything derived from it (tags, search index, embeddings). Cannot be undone. Returns {uuid, deleted: true}.',
     input: { uuid: uuidArg },
     scope: 'write',
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     operations: ['vcons.remove'],
     run: (args, ctx, env) => env.services.vcons.remove(uuidParam(args.uuid), ctx),
   },
-  appendTool('dialog', 'dialog', Dialog.describe('The dialog object to append'), 'Add a dialog to a vCon',
+  appendTool(
+    'dialog',
+    'dialog',
+    Dialog.describe('The dialog object to append'),
+    'Add a dialog to a vCon',
     'Append one dialog (a recording, text message, transfer or incomplete call) to a vCon. type is required; party indexes must point ' +
-    'into the vCon\'s parties. Returns {uuid, index, dialog} with the index it was stored at.'),
-  appendTool('analysis', 'analysis', Analysis.describe('The analysis object to append'), 'Add an analysis to a vCon',
+      "into the vCon's parties. Returns {uuid, index, dialog} with the index it was stored at.",
+  ),
+  appendTool(
+    'analysis',
+    'analysis',
+    Analysis.describe('The analysis object to append'),
+    'Add an analysis to a vCon',
     'Append one analysis (summary, transcript, sentiment, ...) to a vCon. type and vendor are required; body must be a string ' +
-    '(serialise structured output as JSON and set encoding "json"); use `schema`, not `schema_version`. Returns {uuid, index, analysis}.'),
-  appendTool('attachments', 'attachment', Attachment.describe('The attachment object to append'), 'Add an attachment to a vCon',
+      '(serialise structured output as JSON and set encoding "json"); use `schema`, not `schema_version`. Returns {uuid, index, analysis}.',
+  ),
+  appendTool(
+    'attachments',
+    'attachment',
+    Attachment.describe('The attachment object to append'),
+    'Add an attachment to a vCon',
     'Append one attachment to a vCon. Classify it with `purpose` (preferred; `type` is the legacy field). For tags use manage_tag ' +
-    'instead. Returns {uuid, index, attachment}.'),
+      'instead. Returns {uuid, index, attachment}.',
+  ),
   {
     name: 'get_analysis',
     title: 'Get the analyses of a vCon',
@@ -274,21 +298,33 @@ export const TOOLS: readonly ToolDef[] = [
   },
 
   // Discovery
-  discoveryTool('discover_attachment_purposes', 'attachment_purposes', 'Discover attachment purposes',
+  discoveryTool(
+    'discover_attachment_purposes',
+    'attachment_purposes',
+    'Discover attachment purposes',
     'List the attachment purposes stored in this database with how many vCons have each. Use it before get_attachments(purpose=...). ' +
-    'Returns {total_vcons, count, values: [{value, count}]}.'),
-  discoveryTool('discover_attachment_types', 'attachment_types', 'Discover legacy attachment types',
+      'Returns {total_vcons, count, values: [{value, count}]}.',
+  ),
+  discoveryTool(
+    'discover_attachment_types',
+    'attachment_types',
+    'Discover legacy attachment types',
     'List the legacy attachment `type` values in this database (older data without `purpose`). Prefer discover_attachment_purposes. ' +
-    'Returns {total_vcons, count, values}.'),
-  discoveryTool('discover_analysis_types', 'analysis_types', 'Discover analysis types',
+      'Returns {total_vcons, count, values}.',
+  ),
+  discoveryTool(
+    'discover_analysis_types',
+    'analysis_types',
+    'Discover analysis types',
     'List the analysis types stored in this database (summary, transcript, sentiment, ...) with vCon counts. Use it before ' +
-    'get_analysis(type=...). Returns {total_vcons, count, values}.'),
+      'get_analysis(type=...). Returns {total_vcons, count, values}.',
+  ),
 
   // Tags
   {
     name: 'get_tags',
     title: 'Get the tags of a vCon',
-    description: 'Read the tags (key:value labels) of a vCon as an object, or one tag\'s value when `key` is given (tag_not_found if absent).',
+    description: "Read the tags (key:value labels) of a vCon as an object, or one tag's value when `key` is given (tag_not_found if absent).",
     input: { uuid: uuidArg, key: z.string().optional().describe('Read only this tag') },
     scope: 'read',
     annotations: READ,
@@ -347,7 +383,8 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: 'get_unique_tags',
     title: 'Discover tags',
-    description: 'List every tag key in use with its values and how many vCons carry each. Use it before search_by_tags. Returns {total_vcons_with_tags, keys}.',
+    description:
+      'List every tag key in use with its values and how many vCons carry each. Use it before search_by_tags. Returns {total_vcons_with_tags, keys}.',
     input: {},
     scope: 'read',
     annotations: READ,
@@ -372,31 +409,63 @@ export const TOOLS: readonly ToolDef[] = [
   },
 
   // Search
-  searchTool('search_vcons_content', 'content', 'Keyword search',
+  searchTool(
+    'search_vcons_content',
+    'content',
+    'Keyword search',
     'Full-text search over subjects, party names and addresses, text dialog and text analysis/attachment bodies (transcripts, summaries). ' +
-    'Supports "quoted phrases", OR and -word like a web search box. One result per vCon, best first, with short snippets: ' +
-    '{count, results: [{uuid, subject, created_at, score, matches}], pagination}.'),
-  searchTool('search_vcons_semantic', 'semantic', 'Semantic search',
+      'Supports "quoted phrases", OR and -word like a web search box. One result per vCon, best first, with short snippets: ' +
+      '{count, results: [{uuid, subject, created_at, score, matches}], pagination}.',
+  ),
+  searchTool(
+    'search_vcons_semantic',
+    'semantic',
+    'Semantic search',
     'Search by meaning (embedding similarity), so "refund" also finds "reimbursement". Optional threshold 0..1. ' +
-    'Returns {count, results: [{uuid, subject, created_at, score, matches}], pagination}.'),
-  searchTool('search_vcons_hybrid', 'hybrid', 'Hybrid search',
+      'Returns {count, results: [{uuid, subject, created_at, score, matches}], pagination}.',
+  ),
+  searchTool(
+    'search_vcons_hybrid',
+    'hybrid',
+    'Hybrid search',
     'Keyword and semantic search fused by reciprocal rank; the best default when unsure. Each result also carries keyword_rank and ' +
-    'semantic_rank. Returns {count, results, pagination}.'),
+      'semantic_rank. Returns {count, results, pagination}.',
+  ),
 
   // Database and analytics
-  introspectionTool('get_database_shape', 'database.shape', (sv, _a, ctx) => sv.database.shape(ctx), 'Database shape',
-    'Tables, columns, indexes, row estimates and sizes of this instance\'s schema. Returns {data}.'),
-  introspectionTool('get_database_stats', 'database.stats', (sv, _a, ctx) => sv.database.stats(ctx), 'Database statistics',
-    'Performance statistics of this instance\'s schema: scans, cache hit ratio, index usage. Returns {data}.'),
-  introspectionTool('get_database_size', 'database.size', (sv, _a, ctx) => sv.database.size(ctx), 'Database size',
-    'Sizes of this instance\'s tables and indexes, with recommendations. Returns {data}.'),
-  introspectionTool('get_database_health', 'database.health', (sv, _a, ctx) => sv.database.health(ctx), 'Database health',
-    'Health metrics of this instance\'s schema: bloat, unused indexes, connections, with recommendations. Returns {data}.'),
+  introspectionTool(
+    'get_database_shape',
+    'database.shape',
+    (sv, _a, ctx) => sv.database.shape(ctx),
+    'Database shape',
+    "Tables, columns, indexes, row estimates and sizes of this instance's schema. Returns {data}.",
+  ),
+  introspectionTool(
+    'get_database_stats',
+    'database.stats',
+    (sv, _a, ctx) => sv.database.stats(ctx),
+    'Database statistics',
+    "Performance statistics of this instance's schema: scans, cache hit ratio, index usage. Returns {data}.",
+  ),
+  introspectionTool(
+    'get_database_size',
+    'database.size',
+    (sv, _a, ctx) => sv.database.size(ctx),
+    'Database size',
+    "Sizes of this instance's tables and indexes, with recommendations. Returns {data}.",
+  ),
+  introspectionTool(
+    'get_database_health',
+    'database.health',
+    (sv, _a, ctx) => sv.database.health(ctx),
+    'Database health',
+    "Health metrics of this instance's schema: bloat, unused indexes, connections, with recommendations. Returns {data}.",
+  ),
   {
     name: 'analyze_query',
     title: 'Explain a SQL query',
     description:
-      'Show the PostgreSQL plan (EXPLAIN, JSON) of one read-only SELECT or WITH ... SELECT statement against this instance\'s schema; ' +
+      "Show the PostgreSQL plan (EXPLAIN, JSON) of one read-only SELECT or WITH ... SELECT statement against this instance's schema; " +
       'analyze=true also runs it (in a read-only transaction with a timeout). Anything else is refused. Requires a read-write key, as on REST. Returns {data}.',
     input: {
       query: z.string().min(1).describe('One SELECT (or WITH ... SELECT) statement'),
@@ -408,18 +477,45 @@ export const TOOLS: readonly ToolDef[] = [
     operations: ['database.analyze'],
     run: async (args, ctx, env) => asData(await env.services.database.analyze({ query: args.query, analyze: args.analyze }, ctx)),
   },
-  introspectionTool('get_analytics', 'analytics.all', (sv, a, ctx) => sv.analytics.all(a, ctx), 'Analytics dashboard',
-    'All analytics at once: totals, growth, content, tags and attachments, computed from this instance\'s data. Returns {data}.',
-    { ...growthArgs, ...rangeArgs, ...tagAnalyticsArgs }),
-  introspectionTool('get_growth_analytics', 'analytics.growth', (sv, a, ctx) => sv.analytics.growth(a, ctx), 'Growth analytics',
-    'How many vCons were created per day, week or month over the last months_back months. Returns {data}.', growthArgs),
-  introspectionTool('get_content_analytics', 'analytics.content', (sv, a, ctx) => sv.analytics.content(a, ctx), 'Content analytics',
+  introspectionTool(
+    'get_analytics',
+    'analytics.all',
+    (sv, a, ctx) => sv.analytics.all(a, ctx),
+    'Analytics dashboard',
+    "All analytics at once: totals, growth, content, tags and attachments, computed from this instance's data. Returns {data}.",
+    { ...growthArgs, ...rangeArgs, ...tagAnalyticsArgs },
+  ),
+  introspectionTool(
+    'get_growth_analytics',
+    'analytics.growth',
+    (sv, a, ctx) => sv.analytics.growth(a, ctx),
+    'Growth analytics',
+    'How many vCons were created per day, week or month over the last months_back months. Returns {data}.',
+    growthArgs,
+  ),
+  introspectionTool(
+    'get_content_analytics',
+    'analytics.content',
+    (sv, a, ctx) => sv.analytics.content(a, ctx),
+    'Content analytics',
     'Dialog, analysis, party and conversation metrics (types, durations, vendors, counts), optionally for a created_at range. Returns {data}.',
-    rangeArgs),
-  introspectionTool('get_tag_analytics', 'analytics.tags', (sv, a, ctx) => sv.analytics.tags(a, ctx), 'Tag analytics',
-    'Tag usage: the top keys and values and how many vCons carry them. Returns {data}.', tagAnalyticsArgs),
-  introspectionTool('get_attachment_analytics', 'analytics.attachments', (sv, a, ctx) => sv.analytics.attachments(a, ctx), 'Attachment analytics',
-    'Attachment usage by purpose, legacy type, encoding and media type, with sizes. Returns {data}.'),
+    rangeArgs,
+  ),
+  introspectionTool(
+    'get_tag_analytics',
+    'analytics.tags',
+    (sv, a, ctx) => sv.analytics.tags(a, ctx),
+    'Tag analytics',
+    'Tag usage: the top keys and values and how many vCons carry them. Returns {data}.',
+    tagAnalyticsArgs,
+  ),
+  introspectionTool(
+    'get_attachment_analytics',
+    'analytics.attachments',
+    (sv, a, ctx) => sv.analytics.attachments(a, ctx),
+    'Attachment analytics',
+    'Attachment usage by purpose, legacy type, encoding and media type, with sizes. Returns {data}.',
+  ),
 
   // Schema, examples, version, health
   {

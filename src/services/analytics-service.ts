@@ -63,7 +63,16 @@ function project(rows: (GrowthRow & { current: boolean })[], g: Granularity) {
   const complete = rows.filter((r) => !r.current);
   const method = 'least-squares line through the vCons of each complete period in the window, extended forward';
   if (complete.length < 2) {
-    return { estimate: true, method, based_on_periods: complete.length, average_per_period: null, slope_per_period: null, trend: null, next: [], reason: 'needs at least two complete periods' };
+    return {
+      estimate: true,
+      method,
+      based_on_periods: complete.length,
+      average_per_period: null,
+      slope_per_period: null,
+      trend: null,
+      next: [],
+      reason: 'needs at least two complete periods',
+    };
   }
   const n = complete.length;
   const ys = complete.map((r) => r.vcons);
@@ -221,7 +230,7 @@ export function createAnalyticsService(deps: { repo: AnalyticsRepo; plugins: rea
     };
   }
 
-  const NOTE = 'Exact counts over this schema\'s derived tables; the growth projection is an estimate.';
+  const NOTE = "Exact counts over this schema's derived tables; the growth projection is an estimate.";
 
   return {
     /** Everything below in one answer, plus schema-wide totals. */

@@ -4,9 +4,7 @@
 import { isDatabaseUnavailable, ValidationError, type ErrorDetail } from '../domain/errors.js';
 import { boolParam } from '../domain/queries.js';
 import type { RequestCtx } from './context.js';
-import type {
-  IndexInfo, IndexStats, IntrospectionRepo, TableStats,
-} from '../db/introspection-repo.js';
+import type { IndexInfo, IndexStats, IntrospectionRepo, TableStats } from '../db/introspection-repo.js';
 import type { AnalyzeRepo } from '../db/analyze-repo.js';
 
 /** Longest statement accepted by analyze. */
@@ -55,7 +53,8 @@ export interface DatabaseServiceDeps {
 
 const ESTIMATE_NOTES = {
   row_estimate: 'pg_class.reltuples: the planner estimate, refreshed by ANALYZE and autovacuum; null until the table is first analyzed',
-  sizes: 'exact on-disk sizes (pg_total_relation_size, pg_table_size, pg_relation_size, pg_indexes_size), including free space VACUUM has not yet reclaimed',
+  sizes:
+    'exact on-disk sizes (pg_total_relation_size, pg_table_size, pg_relation_size, pg_indexes_size), including free space VACUUM has not yet reclaimed',
   counters:
     'pg_stat_user_tables / pg_stat_user_indexes / pg_statio_*: cumulative counters since stats_since, flushed asynchronously by each backend (they can lag by about a second); n_live_tup and n_dead_tup are estimates',
   cache_hit_ratio: 'shared_buffers hits over hits plus reads; a read may still be served by the operating system cache',
@@ -294,25 +293,88 @@ export function tokenizeSql(text: string): Token[] {
 /** Words that make a statement write, anywhere in it (a data-modifying CTE is a write too). */
 const WRITE_WORDS = new Set(['insert', 'update', 'delete', 'merge', 'truncate']);
 /** First words of statements that are not queries: refused with a message naming the kind. */
-const DDL_WORDS = new Set(['create', 'drop', 'alter', 'grant', 'revoke', 'comment', 'security', 'reindex', 'cluster', 'refresh', 'vacuum', 'analyze', 'analyse', 'import']);
+const DDL_WORDS = new Set([
+  'create',
+  'drop',
+  'alter',
+  'grant',
+  'revoke',
+  'comment',
+  'security',
+  'reindex',
+  'cluster',
+  'refresh',
+  'vacuum',
+  'analyze',
+  'analyse',
+  'import',
+]);
 
 /** Functions with effects outside the statement (sleep, files, locks, other servers, SQL text). */
 const DANGEROUS_EXACT = new Set([
-  'set_config', 'nextval', 'setval', 'loread', 'lowrite', 'pg_terminate_backend', 'pg_cancel_backend',
-  'pg_signal_backend', 'pg_reload_conf', 'pg_rotate_logfile', 'pg_promote', 'pg_switch_wal', 'pg_create_restore_point',
-  'pg_backup_start', 'pg_backup_stop', 'pg_start_backup', 'pg_stop_backup', 'pg_wal_replay_pause', 'pg_wal_replay_resume',
-  'pg_log_backend_memory_contexts', 'pg_import_system_collations', 'pg_export_snapshot', 'pg_notify', 'pg_prewarm',
-  'pg_stat_file', 'pg_logdir_ls', 'pg_drop_replication_slot', 'pg_replication_slot_advance', 'txid_current',
+  'set_config',
+  'nextval',
+  'setval',
+  'loread',
+  'lowrite',
+  'pg_terminate_backend',
+  'pg_cancel_backend',
+  'pg_signal_backend',
+  'pg_reload_conf',
+  'pg_rotate_logfile',
+  'pg_promote',
+  'pg_switch_wal',
+  'pg_create_restore_point',
+  'pg_backup_start',
+  'pg_backup_stop',
+  'pg_start_backup',
+  'pg_stop_backup',
+  'pg_wal_replay_pause',
+  'pg_wal_replay_resume',
+  'pg_log_backend_memory_contexts',
+  'pg_import_system_collations',
+  'pg_export_snapshot',
+  'pg_notify',
+  'pg_prewarm',
+  'pg_stat_file',
+  'pg_logdir_ls',
+  'pg_drop_replication_slot',
+  'pg_replication_slot_advance',
+  'txid_current',
   'pg_current_xact_id',
 ]);
 const DANGEROUS_PREFIXES = [
-  'pg_sleep', 'dblink', 'lo_', 'pg_read_', 'pg_ls_', 'pg_file_', 'pg_advisory', 'pg_try_advisory', 'pg_stat_reset',
-  'pg_stat_statements_reset', 'pg_create_', 'pg_copy_', 'pg_logical_', 'pg_replication_origin_', 'binary_upgrade_',
-  'query_to_xml', 'cursor_to_xml', 'table_to_xml', 'schema_to_xml', 'database_to_xml',
+  'pg_sleep',
+  'dblink',
+  'lo_',
+  'pg_read_',
+  'pg_ls_',
+  'pg_file_',
+  'pg_advisory',
+  'pg_try_advisory',
+  'pg_stat_reset',
+  'pg_stat_statements_reset',
+  'pg_create_',
+  'pg_copy_',
+  'pg_logical_',
+  'pg_replication_origin_',
+  'binary_upgrade_',
+  'query_to_xml',
+  'cursor_to_xml',
+  'table_to_xml',
+  'schema_to_xml',
+  'database_to_xml',
   // Isolation: these run SQL text or read any relation by name, out of sight of the plan's
   // relation check, so another group's words (ts_stat) or figures (sizes, statistics) could leak.
-  'ts_stat', 'ts_rewrite', 'pg_stat_get_', 'pg_relation_size', 'pg_total_relation_size', 'pg_table_size',
-  'pg_indexes_size', 'pg_relation_filenode', 'pg_relation_filepath',
+  'ts_stat',
+  'ts_rewrite',
+  'pg_stat_get_',
+  'pg_relation_size',
+  'pg_total_relation_size',
+  'pg_table_size',
+  'pg_indexes_size',
+  'pg_relation_filenode',
+  'pg_relation_filepath',
 ];
 
 const isDangerous = (name: string) => DANGEROUS_EXACT.has(name) || DANGEROUS_PREFIXES.some((p) => name.startsWith(p));
@@ -353,7 +415,9 @@ export function checkReadOnlyStatement(query: string): string {
       }
     }
     if ((t.kind === 'word' || t.kind === 'quoted') && next?.kind === 'punct' && next.value === '(' && isDangerous(t.value.toLowerCase())) {
-      refuse(`function ${t.value}() is not allowed in analyze: it acts outside the statement (sleeping, files, locks, sessions, other servers or SQL text)`);
+      refuse(
+        `function ${t.value}() is not allowed in analyze: it acts outside the statement (sleeping, files, locks, sessions, other servers or SQL text)`,
+      );
     }
   });
   return statement;
@@ -367,41 +431,252 @@ export function checkReadOnlyStatement(query: string): string {
 /** Built-in functions that compute on their arguments only: no files, settings, sessions, catalogs or statistics. */
 const HARMLESS_FUNCTIONS = new Set([
   // aggregates and window functions
-  'count', 'sum', 'avg', 'min', 'max', 'string_agg', 'array_agg', 'json_agg', 'jsonb_agg', 'json_object_agg', 'jsonb_object_agg',
-  'bool_and', 'bool_or', 'every', 'bit_and', 'bit_or', 'stddev', 'stddev_pop', 'stddev_samp', 'variance', 'var_pop', 'var_samp',
-  'percentile_cont', 'percentile_disc', 'mode', 'corr', 'covar_pop', 'covar_samp', 'regr_slope', 'regr_intercept', 'regr_count', 'regr_r2',
-  'row_number', 'rank', 'dense_rank', 'percent_rank', 'cume_dist', 'ntile', 'lag', 'lead', 'first_value', 'last_value', 'nth_value',
+  'count',
+  'sum',
+  'avg',
+  'min',
+  'max',
+  'string_agg',
+  'array_agg',
+  'json_agg',
+  'jsonb_agg',
+  'json_object_agg',
+  'jsonb_object_agg',
+  'bool_and',
+  'bool_or',
+  'every',
+  'bit_and',
+  'bit_or',
+  'stddev',
+  'stddev_pop',
+  'stddev_samp',
+  'variance',
+  'var_pop',
+  'var_samp',
+  'percentile_cont',
+  'percentile_disc',
+  'mode',
+  'corr',
+  'covar_pop',
+  'covar_samp',
+  'regr_slope',
+  'regr_intercept',
+  'regr_count',
+  'regr_r2',
+  'row_number',
+  'rank',
+  'dense_rank',
+  'percent_rank',
+  'cume_dist',
+  'ntile',
+  'lag',
+  'lead',
+  'first_value',
+  'last_value',
+  'nth_value',
   // text
-  'lower', 'upper', 'initcap', 'length', 'char_length', 'character_length', 'octet_length', 'bit_length', 'substr', 'substring',
-  'position', 'strpos', 'trim', 'btrim', 'ltrim', 'rtrim', 'replace', 'translate', 'split_part', 'concat', 'concat_ws', 'left', 'right',
-  'reverse', 'md5', 'starts_with', 'regexp_replace', 'regexp_match', 'regexp_matches', 'regexp_split_to_array', 'regexp_split_to_table',
-  'regexp_like', 'regexp_count', 'regexp_substr', 'regexp_instr', 'format', 'quote_ident', 'quote_literal', 'quote_nullable', 'ascii', 'chr',
-  'to_hex', 'encode', 'decode', 'string_to_array', 'array_to_string', 'textlen', 'normalize', 'overlay',
+  'lower',
+  'upper',
+  'initcap',
+  'length',
+  'char_length',
+  'character_length',
+  'octet_length',
+  'bit_length',
+  'substr',
+  'substring',
+  'position',
+  'strpos',
+  'trim',
+  'btrim',
+  'ltrim',
+  'rtrim',
+  'replace',
+  'translate',
+  'split_part',
+  'concat',
+  'concat_ws',
+  'left',
+  'right',
+  'reverse',
+  'md5',
+  'starts_with',
+  'regexp_replace',
+  'regexp_match',
+  'regexp_matches',
+  'regexp_split_to_array',
+  'regexp_split_to_table',
+  'regexp_like',
+  'regexp_count',
+  'regexp_substr',
+  'regexp_instr',
+  'format',
+  'quote_ident',
+  'quote_literal',
+  'quote_nullable',
+  'ascii',
+  'chr',
+  'to_hex',
+  'encode',
+  'decode',
+  'string_to_array',
+  'array_to_string',
+  'textlen',
+  'normalize',
+  'overlay',
   // numbers
-  'abs', 'ceil', 'ceiling', 'floor', 'round', 'trunc', 'sqrt', 'cbrt', 'power', 'pow', 'mod', 'div', 'exp', 'ln', 'log', 'log10', 'sign',
-  'pi', 'random', 'width_bucket', 'gcd', 'lcm', 'degrees', 'radians',
+  'abs',
+  'ceil',
+  'ceiling',
+  'floor',
+  'round',
+  'trunc',
+  'sqrt',
+  'cbrt',
+  'power',
+  'pow',
+  'mod',
+  'div',
+  'exp',
+  'ln',
+  'log',
+  'log10',
+  'sign',
+  'pi',
+  'random',
+  'width_bucket',
+  'gcd',
+  'lcm',
+  'degrees',
+  'radians',
   // casts written as calls
-  'int2', 'int4', 'int8', 'float4', 'float8', 'numeric', 'text', 'varchar', 'bpchar', 'bool', 'date', 'time', 'timestamp', 'timestamptz',
-  'interval', 'json', 'jsonb', 'uuid',
+  'int2',
+  'int4',
+  'int8',
+  'float4',
+  'float8',
+  'numeric',
+  'text',
+  'varchar',
+  'bpchar',
+  'bool',
+  'date',
+  'time',
+  'timestamp',
+  'timestamptz',
+  'interval',
+  'json',
+  'jsonb',
+  'uuid',
   // dates and times
-  'now', 'statement_timestamp', 'transaction_timestamp', 'clock_timestamp', 'date_trunc', 'date_part', 'date_bin', 'extract', 'age',
-  'to_char', 'to_date', 'to_timestamp', 'to_number', 'make_date', 'make_time', 'make_timestamp', 'make_timestamptz', 'make_interval',
-  'justify_days', 'justify_hours', 'justify_interval', 'isfinite', 'timezone',
+  'now',
+  'statement_timestamp',
+  'transaction_timestamp',
+  'clock_timestamp',
+  'date_trunc',
+  'date_part',
+  'date_bin',
+  'extract',
+  'age',
+  'to_char',
+  'to_date',
+  'to_timestamp',
+  'to_number',
+  'make_date',
+  'make_time',
+  'make_timestamp',
+  'make_timestamptz',
+  'make_interval',
+  'justify_days',
+  'justify_hours',
+  'justify_interval',
+  'isfinite',
+  'timezone',
   // JSON
-  'jsonb_array_elements', 'jsonb_array_elements_text', 'json_array_elements', 'json_array_elements_text', 'jsonb_each', 'jsonb_each_text',
-  'json_each', 'json_each_text', 'jsonb_object_keys', 'json_object_keys', 'jsonb_array_length', 'json_array_length', 'jsonb_typeof',
-  'json_typeof', 'jsonb_extract_path', 'jsonb_extract_path_text', 'json_extract_path', 'json_extract_path_text', 'jsonb_build_object',
-  'jsonb_build_array', 'json_build_object', 'json_build_array', 'to_jsonb', 'to_json', 'row_to_json', 'array_to_json', 'jsonb_path_query',
-  'jsonb_path_query_array', 'jsonb_path_query_first', 'jsonb_path_exists', 'jsonb_path_match', 'jsonb_strip_nulls', 'json_strip_nulls',
-  'jsonb_pretty', 'jsonb_set', 'jsonb_insert', 'jsonb_object', 'jsonb_to_record', 'jsonb_to_recordset',
+  'jsonb_array_elements',
+  'jsonb_array_elements_text',
+  'json_array_elements',
+  'json_array_elements_text',
+  'jsonb_each',
+  'jsonb_each_text',
+  'json_each',
+  'json_each_text',
+  'jsonb_object_keys',
+  'json_object_keys',
+  'jsonb_array_length',
+  'json_array_length',
+  'jsonb_typeof',
+  'json_typeof',
+  'jsonb_extract_path',
+  'jsonb_extract_path_text',
+  'json_extract_path',
+  'json_extract_path_text',
+  'jsonb_build_object',
+  'jsonb_build_array',
+  'json_build_object',
+  'json_build_array',
+  'to_jsonb',
+  'to_json',
+  'row_to_json',
+  'array_to_json',
+  'jsonb_path_query',
+  'jsonb_path_query_array',
+  'jsonb_path_query_first',
+  'jsonb_path_exists',
+  'jsonb_path_match',
+  'jsonb_strip_nulls',
+  'json_strip_nulls',
+  'jsonb_pretty',
+  'jsonb_set',
+  'jsonb_insert',
+  'jsonb_object',
+  'jsonb_to_record',
+  'jsonb_to_recordset',
   // full text search and trigrams
-  'to_tsvector', 'to_tsquery', 'plainto_tsquery', 'phraseto_tsquery', 'websearch_to_tsquery', 'ts_rank', 'ts_rank_cd', 'ts_headline',
-  'setweight', 'numnode', 'querytree', 'strip', 'tsvector_to_array', 'array_to_tsvector', 'ts_delete', 'ts_filter',
-  'similarity', 'word_similarity', 'strict_word_similarity', 'show_trgm',
+  'to_tsvector',
+  'to_tsquery',
+  'plainto_tsquery',
+  'phraseto_tsquery',
+  'websearch_to_tsquery',
+  'ts_rank',
+  'ts_rank_cd',
+  'ts_headline',
+  'setweight',
+  'numnode',
+  'querytree',
+  'strip',
+  'tsvector_to_array',
+  'array_to_tsvector',
+  'ts_delete',
+  'ts_filter',
+  'similarity',
+  'word_similarity',
+  'strict_word_similarity',
+  'show_trgm',
   // arrays, series, misc
-  'array_length', 'cardinality', 'unnest', 'array_position', 'array_positions', 'array_append', 'array_prepend', 'array_cat', 'array_remove',
-  'array_replace', 'array_lower', 'array_upper', 'array_ndims', 'array_dims', 'generate_subscripts', 'generate_series', 'coalesce', 'nullif',
-  'greatest', 'least', 'gen_random_uuid', 'num_nonnulls', 'num_nulls',
+  'array_length',
+  'cardinality',
+  'unnest',
+  'array_position',
+  'array_positions',
+  'array_append',
+  'array_prepend',
+  'array_cat',
+  'array_remove',
+  'array_replace',
+  'array_lower',
+  'array_upper',
+  'array_ndims',
+  'array_dims',
+  'generate_subscripts',
+  'generate_series',
+  'coalesce',
+  'nullif',
+  'greatest',
+  'least',
+  'gen_random_uuid',
+  'num_nonnulls',
+  'num_nulls',
 ]);
 /** Where harmless functions live; a function of any other schema is refused. */
 const FUNCTION_SCHEMAS = new Set(['', 'pg_catalog', 'extensions']);
@@ -409,8 +684,24 @@ const FUNCTION_SCHEMAS = new Set(['', 'pg_catalog', 'extensions']);
 const NAME_TYPES = new Set(['regclass', 'regnamespace', 'regproc', 'regprocedure', 'regoper', 'regoperator', 'regtype', 'regrole', 'regcollation']);
 /** Plan keys that hold names, not expressions. */
 const NAME_KEYS = new Set([
-  'Node Type', 'Relation Name', 'Schema', 'Alias', 'Index Name', 'CTE Name', 'Subplan Name', 'Function Name', 'Join Type', 'Strategy',
-  'Parent Relationship', 'Scan Direction', 'Sort Method', 'Sort Space Type', 'Partial Mode', 'Command', 'Operation', 'Sampling Method',
+  'Node Type',
+  'Relation Name',
+  'Schema',
+  'Alias',
+  'Index Name',
+  'CTE Name',
+  'Subplan Name',
+  'Function Name',
+  'Join Type',
+  'Strategy',
+  'Parent Relationship',
+  'Scan Direction',
+  'Sort Method',
+  'Sort Space Type',
+  'Partial Mode',
+  'Command',
+  'Operation',
+  'Sampling Method',
 ]);
 const TYPE_WORDS = new Set(['varying', 'precision', 'with', 'without', 'time', 'zone']);
 
@@ -433,7 +724,8 @@ function checkExpression(expr: string): void {
       // A cast: the type name (maybe qualified or several words) and its typmod are not calls.
       let j = i + 1;
       while (toks![j] && (toks![j].kind === 'word' || toks![j].kind === 'quoted' || (toks![j].kind === 'punct' && toks![j].value === '.'))) {
-        if (NAME_TYPES.has(toks![j].value)) refusePlan(`the query uses a ${toks![j].value} value, which names objects other groups may own: analyze does not allow it`);
+        if (NAME_TYPES.has(toks![j].value))
+          refusePlan(`the query uses a ${toks![j].value} value, which names objects other groups may own: analyze does not allow it`);
         j++;
         if (!TYPE_WORDS.has(toks![j]?.value ?? '') && toks![j]?.value !== '.' && toks![j - 1].value !== '.') break;
       }
@@ -449,7 +741,8 @@ function checkExpression(expr: string): void {
       // PostgreSQL prints every function name in lower case or quoted: an unquoted word with a
       // capital is SQL syntax (COALESCE, ANY, OVER, FILTER, EXTRACT, ROW, ARRAY...).
       if (t.kind === 'word' && /[A-Z]/.test(expr.slice(t.pos, t.pos + t.value.length))) continue;
-      const qualified = toks![i - 1]?.kind === 'punct' && toks![i - 1].value === '.' && (toks![i - 2]?.kind === 'word' || toks![i - 2]?.kind === 'quoted');
+      const qualified =
+        toks![i - 1]?.kind === 'punct' && toks![i - 1].value === '.' && (toks![i - 2]?.kind === 'word' || toks![i - 2]?.kind === 'quoted');
       checkFunction(qualified ? toks![i - 2].value : '', t.value);
     }
   }
@@ -457,7 +750,9 @@ function checkExpression(expr: string): void {
 
 function checkFunction(schema: string, name: string): void {
   if (!FUNCTION_SCHEMAS.has(schema) || !HARMLESS_FUNCTIONS.has(name)) {
-    refusePlan(`function ${schema ? `${schema}.` : ''}${name}() is not allowed in analyze: only functions that compute on their arguments are (no files, settings, sessions, locks, catalogs or statistics)`);
+    refusePlan(
+      `function ${schema ? `${schema}.` : ''}${name}() is not allowed in analyze: only functions that compute on their arguments are (no files, settings, sessions, locks, catalogs or statistics)`,
+    );
   }
 }
 
@@ -506,7 +801,8 @@ function statementError(err: Error & { code: string }, timeoutMs: number): Valid
   if (code === '57014') message = `query exceeded the statement timeout of ${timeoutMs} ms`;
   else if (code === '25006') message = 'query tried to write: analyze runs in a read-only transaction';
   else if (code === '53100' || code === '53400' || code === '54000') message = 'query exceeded the temporary file or memory limit of analyze';
-  else if (code.startsWith('22')) message = `PostgreSQL refused the query: ${err.message.replace(/"(?:[^"]|"")*"/g, '"…"').replace(/:\s*[^:]*$/, (m) => (m.includes('"…"') ? m : ''))}`;
+  else if (code.startsWith('22'))
+    message = `PostgreSQL refused the query: ${err.message.replace(/"(?:[^"]|"")*"/g, '"…"').replace(/:\s*[^:]*$/, (m) => (m.includes('"…"') ? m : ''))}`;
   else if (['42', '0A', '25', '2F', '3F', '21', '44'].some((p) => code.startsWith(p))) message = `PostgreSQL refused the query: ${err.message}`;
   else message = 'PostgreSQL refused the query';
   return new ValidationError(message, [{ path: 'query', message: `${message} (SQLSTATE ${code})` }]);
@@ -528,24 +824,36 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
       const dead = ratio(t.n_dead_tup, total) ?? 0;
       if (dead >= DEAD_RATIO_CRITICAL && t.n_dead_tup >= DEAD_ROWS_CRITICAL) {
         out.push({
-          severity: 'critical', code: 'table_bloat', table: t.table, action: `VACUUM (ANALYZE) ${quoteIdent(t.table)}`,
+          severity: 'critical',
+          code: 'table_bloat',
+          table: t.table,
+          action: `VACUUM (ANALYZE) ${quoteIdent(t.table)}`,
           message: `${t.table}: ${t.n_dead_tup} dead rows (${Math.round(dead * 100)}% of its rows); vacuum it now`,
         });
       } else if (dead >= DEAD_RATIO_WARN && t.n_dead_tup >= DEAD_ROWS_WARN) {
         out.push({
-          severity: 'warning', code: 'table_bloat', table: t.table, action: `VACUUM (ANALYZE) ${quoteIdent(t.table)}`,
+          severity: 'warning',
+          code: 'table_bloat',
+          table: t.table,
+          action: `VACUUM (ANALYZE) ${quoteIdent(t.table)}`,
           message: `${t.table}: ${t.n_dead_tup} dead rows (${Math.round(dead * 100)}% of its rows); vacuum it, or lower its autovacuum_vacuum_scale_factor`,
         });
       }
       const analyzed = t.last_analyze ?? t.last_autoanalyze;
       if (!analyzed && t.n_mod_since_analyze > 0) {
         out.push({
-          severity: 'info', code: 'never_analyzed', table: t.table, action: `ANALYZE ${quoteIdent(t.table)}`,
+          severity: 'info',
+          code: 'never_analyzed',
+          table: t.table,
+          action: `ANALYZE ${quoteIdent(t.table)}`,
           message: `${t.table} has never been analyzed (${t.n_mod_since_analyze} rows changed): its row estimate is unknown and plans are guesses`,
         });
       } else if (analyzed && t.reltuples && t.n_mod_since_analyze > Math.max(DEAD_ROWS_WARN, t.reltuples * STALE_ANALYZE_RATIO)) {
         out.push({
-          severity: 'info', code: 'stale_statistics', table: t.table, action: `ANALYZE ${quoteIdent(t.table)}`,
+          severity: 'info',
+          code: 'stale_statistics',
+          table: t.table,
+          action: `ANALYZE ${quoteIdent(t.table)}`,
           message: `${t.table}: ${t.n_mod_since_analyze} rows changed since the last analyze (about ${Math.round((t.n_mod_since_analyze / t.reltuples) * 100)}% of the table)`,
         });
       }
@@ -564,7 +872,12 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
     }
     for (const g of groups.values()) {
       if (g.length > 1) {
-        duplicate.push({ table: g[0].table, indexes: g.map((i) => i.name), definition: g[0].columns.join(', '), bytes: g.slice(1).reduce((s, i) => s + i.bytes, 0) });
+        duplicate.push({
+          table: g[0].table,
+          indexes: g.map((i) => i.name),
+          definition: g[0].columns.join(', '),
+          bytes: g.slice(1).reduce((s, i) => s + i.bytes, 0),
+        });
       }
     }
     const plain = indexes.filter((i) => i.method === 'btree' && !i.expression && !i.predicate && !i.keys.includes(0));
@@ -580,7 +893,11 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
     /** Tables of this schema with columns, indexes, constraints, row estimates and sizes. */
     async shape(_ctx: RequestCtx) {
       const [tables, views, columns, indexes, constraints] = await Promise.all([
-        repo.tables(), repo.views(), repo.columns(), repo.indexes(), repo.constraints(),
+        repo.tables(),
+        repo.views(),
+        repo.columns(),
+        repo.indexes(),
+        repo.constraints(),
       ]);
       const colsOf = (table: string) => columns.filter((c) => c.table === table).map(({ table: _t, ...c }) => c);
       return {
@@ -600,14 +917,27 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
           comment: t.comment,
           row_estimate: t.row_estimate,
           size: {
-            total_bytes: t.total_bytes, table_bytes: t.table_bytes, heap_bytes: t.heap_bytes,
-            toast_bytes: t.toast_bytes, index_bytes: t.index_bytes, total_pretty: prettyBytes(t.total_bytes),
+            total_bytes: t.total_bytes,
+            table_bytes: t.table_bytes,
+            heap_bytes: t.heap_bytes,
+            toast_bytes: t.toast_bytes,
+            index_bytes: t.index_bytes,
+            total_pretty: prettyBytes(t.total_bytes),
           },
           columns: colsOf(t.name),
-          indexes: indexes.filter((i) => i.table === t.name).map((i) => ({
-            name: i.name, method: i.method, columns: i.columns, unique: i.unique, primary: i.primary, valid: i.valid,
-            predicate: i.predicate, definition: i.definition, bytes: i.bytes,
-          })),
+          indexes: indexes
+            .filter((i) => i.table === t.name)
+            .map((i) => ({
+              name: i.name,
+              method: i.method,
+              columns: i.columns,
+              unique: i.unique,
+              primary: i.primary,
+              valid: i.valid,
+              predicate: i.predicate,
+              definition: i.definition,
+              bytes: i.bytes,
+            })),
           constraints: constraints.filter((c) => c.table === t.name).map(({ table: _t, ...c }) => c),
         })),
         views: views.map((v) => ({ ...v, columns: colsOf(v.name) })),
@@ -632,7 +962,9 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
         const rows = t.reltuples ?? t.n_live_tup;
         if (rows >= SEQ_SCAN_ROWS && t.seq_scan > (t.idx_scan ?? 0) && t.seq_tup_read / Math.max(t.seq_scan, 1) >= SEQ_SCAN_ROWS) {
           recommendations.push({
-            severity: 'warning', code: 'sequential_scans', table: t.table,
+            severity: 'warning',
+            code: 'sequential_scans',
+            table: t.table,
             message: `${t.table}: ${t.seq_scan} of ${scans} scans were sequential, reading ${Math.round(t.seq_tup_read / t.seq_scan)} rows each on average; look for a filter without an index (POST /database/analyze shows the plan)`,
           });
         }
@@ -641,7 +973,10 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
         const hit = ratio(i.idx_blks_hit, i.idx_blks_hit + i.idx_blks_read);
         if (hit !== null && hit < 0.9 && i.idx_blks_read > 1_000) {
           recommendations.push({
-            severity: 'info', code: 'index_cache_misses', table: i.table, index: i.index,
+            severity: 'info',
+            code: 'index_cache_misses',
+            table: i.table,
+            index: i.index,
             message: `${i.index}: ${Math.round(hit * 100)}% of its block reads hit shared_buffers; a larger shared_buffers would keep it in memory`,
           });
         }
@@ -718,21 +1053,37 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
       const recommendations: Advice[] = tableAdvice(stats).filter((a) => a.code !== 'stale_statistics');
       const tier =
         vcons < 10_000
-          ? { tier: 'small', recommended_limit: 100, advice: 'Small corpus: any limit up to the maximum of 100 is cheap for keyword, semantic and hybrid search.' }
+          ? {
+              tier: 'small',
+              recommended_limit: 100,
+              advice: 'Small corpus: any limit up to the maximum of 100 is cheap for keyword, semantic and hybrid search.',
+            }
           : vcons < 250_000
-            ? { tier: 'medium', recommended_limit: 50, advice: 'Medium corpus: keep search limits at 50 or less and narrow semantic and hybrid searches with start_date/end_date or tags.' }
-            : { tier: 'large', recommended_limit: 25, advice: 'Large corpus: keep limits at 25 or less, page with offset, and always narrow semantic and hybrid searches with dates or tags; prefer keyword search for exact terms.' };
+            ? {
+                tier: 'medium',
+                recommended_limit: 50,
+                advice: 'Medium corpus: keep search limits at 50 or less and narrow semantic and hybrid searches with start_date/end_date or tags.',
+              }
+            : {
+                tier: 'large',
+                recommended_limit: 25,
+                advice:
+                  'Large corpus: keep limits at 25 or less, page with offset, and always narrow semantic and hybrid searches with dates or tags; prefer keyword search for exact terms.',
+              };
       recommendations.push({ severity: 'info', code: 'search_limits', message: `${vcons} vCons stored. ${tier.advice}` });
       const vconsTable = tables.find((t) => t.name === 'vcons');
       if (vconsTable && vconsTable.toast_bytes >= TOAST_ADVICE_BYTES && vconsTable.toast_bytes / vconsTable.table_bytes >= 0.5) {
         recommendations.push({
-          severity: 'info', code: 'documents_out_of_line', table: 'vcons',
+          severity: 'info',
+          code: 'documents_out_of_line',
+          table: 'vcons',
           message: `${Math.round((vconsTable.toast_bytes / vconsTable.table_bytes) * 100)}% of vcons is TOAST (large documents stored out of line): list with format=metadata and fetch full documents one at a time`,
         });
       }
       if (totals.index_bytes > totals.table_bytes && totals.table_bytes > 8 * 1024 * 1024) {
         recommendations.push({
-          severity: 'info', code: 'index_heavy',
+          severity: 'info',
+          code: 'index_heavy',
           message: `indexes (${prettyBytes(totals.index_bytes)}) outweigh table data (${prettyBytes(totals.table_bytes)}); GET /database/health lists unused and duplicate indexes`,
         });
       }
@@ -767,7 +1118,11 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
     /** Bloat, unused/duplicate/invalid indexes, and this application's connections, with alerts. */
     async health(_ctx: RequestCtx) {
       const [stats, indexStats, indexes, connections, statsSince] = await Promise.all([
-        repo.tableStats(), repo.indexStats(), repo.indexes(), repo.connections(longRunningS), repo.statsSince(),
+        repo.tableStats(),
+        repo.indexStats(),
+        repo.indexes(),
+        repo.connections(longRunningS),
+        repo.statsSince(),
       ]);
       const alerts: Advice[] = tableAdvice(stats);
       const bloat = stats
@@ -788,31 +1143,53 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
       const byName = new Map(indexes.map((i) => [i.name, i]));
       const unused = indexStats
         .filter((i) => i.idx_scan === 0 && !i.unique && !i.primary && !i.constraint)
-        .map((i: IndexStats) => ({ table: i.table, index: i.index, bytes: i.bytes, pretty: prettyBytes(i.bytes), definition: byName.get(i.index)?.definition ?? null }));
+        .map((i: IndexStats) => ({
+          table: i.table,
+          index: i.index,
+          bytes: i.bytes,
+          pretty: prettyBytes(i.bytes),
+          definition: byName.get(i.index)?.definition ?? null,
+        }));
       for (const u of unused) {
         alerts.push({
-          severity: u.bytes >= UNUSED_INDEX_WARN_BYTES ? 'warning' : 'info', code: 'unused_index', table: u.table, index: u.index,
+          severity: u.bytes >= UNUSED_INDEX_WARN_BYTES ? 'warning' : 'info',
+          code: 'unused_index',
+          table: u.table,
+          index: u.index,
           message: `${u.index} (${u.pretty}) has not been scanned since ${statsSince ? statsSince.toISOString() : 'statistics began'}; keep it if a rare query needs it, otherwise drop it in a migration`,
         });
       }
       const { duplicate, redundant } = findDuplicates(indexes);
       for (const d of duplicate) {
         alerts.push({
-          severity: 'warning', code: 'duplicate_index', table: d.table, index: d.indexes.slice(1).join(', '),
-          action: d.indexes.slice(1).map((i) => `DROP INDEX ${quoteIdent(i)}`).join('; '),
+          severity: 'warning',
+          code: 'duplicate_index',
+          table: d.table,
+          index: d.indexes.slice(1).join(', '),
+          action: d.indexes
+            .slice(1)
+            .map((i) => `DROP INDEX ${quoteIdent(i)}`)
+            .join('; '),
           message: `${d.table}: indexes ${d.indexes.join(', ')} are identical (${d.definition}); keep one and save ${prettyBytes(d.bytes)}`,
         });
       }
       for (const r of redundant) {
         alerts.push({
-          severity: 'info', code: 'redundant_index', table: r.table, index: r.index,
+          severity: 'info',
+          code: 'redundant_index',
+          table: r.table,
+          index: r.index,
           message: `${r.index} is a leading prefix of ${r.covered_by}, which can serve the same lookups`,
         });
       }
       const invalid = indexes.filter((i) => !i.valid);
       for (const i of invalid) {
         alerts.push({
-          severity: 'warning', code: 'invalid_index', table: i.table, index: i.name, action: `REINDEX INDEX ${quoteIdent(i.name)}`,
+          severity: 'warning',
+          code: 'invalid_index',
+          table: i.table,
+          index: i.name,
+          action: `REINDEX INDEX ${quoteIdent(i.name)}`,
           message: `${i.name} is invalid (a failed concurrent build); it costs writes and serves no reads`,
         });
       }
@@ -821,19 +1198,22 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
       const usage = ratio(connections.server.total, usable) ?? 0;
       if (usage >= CONNECTIONS_WARN) {
         alerts.push({
-          severity: usage >= CONNECTIONS_CRITICAL ? 'critical' : 'warning', code: 'connections_near_limit',
+          severity: usage >= CONNECTIONS_CRITICAL ? 'critical' : 'warning',
+          code: 'connections_near_limit',
           message: `${connections.server.total} of ${usable} usable connections are open on the server (${Math.round(usage * 100)}%)`,
         });
       }
       for (const s of connections.long_running) {
         alerts.push({
-          severity: (s.running_s ?? 0) >= LONG_RUNNING_CRITICAL_S ? 'critical' : 'warning', code: 'long_running_query',
+          severity: (s.running_s ?? 0) >= LONG_RUNNING_CRITICAL_S ? 'critical' : 'warning',
+          code: 'long_running_query',
           message: `a query of this application (pid ${s.pid}) has been running for ${Math.round(s.running_s ?? 0)} s`,
         });
       }
       for (const s of connections.idle_in_transaction) {
         alerts.push({
-          severity: 'warning', code: 'idle_in_transaction',
+          severity: 'warning',
+          code: 'idle_in_transaction',
           message: `a session of this application (pid ${s.pid}) has been idle in a transaction for ${Math.round(s.transaction_s ?? 0)} s, holding its locks and snapshot`,
         });
       }
@@ -855,7 +1235,12 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
             long_running: connections.long_running,
             idle_in_transaction: connections.idle_in_transaction,
           },
-          server: { total: connections.server.total, max_connections: connections.server.max_connections, usable, usage_ratio: ratio(connections.server.total, usable) },
+          server: {
+            total: connections.server.total,
+            max_connections: connections.server.max_connections,
+            usable,
+            usage_ratio: ratio(connections.server.total, usable),
+          },
         },
         recommendations: alerts,
       };
@@ -867,11 +1252,14 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
      */
     async analyze(body: unknown, _ctx: RequestCtx) {
       if (!body || typeof body !== 'object' || Array.isArray(body)) {
-        throw new ValidationError('Body must be a JSON object {"query": "select ...", "analyze": false}', [{ path: '(root)', message: 'must be an object' }]);
+        throw new ValidationError('Body must be a JSON object {"query": "select ...", "analyze": false}', [
+          { path: '(root)', message: 'must be an object' },
+        ]);
       }
       const b = body as Record<string, unknown>;
       const problems: ErrorDetail[] = [];
-      if (typeof b.query !== 'string' || b.query.trim() === '') problems.push({ path: 'query', message: 'is required: one SELECT or WITH ... SELECT statement' });
+      if (typeof b.query !== 'string' || b.query.trim() === '')
+        problems.push({ path: 'query', message: 'is required: one SELECT or WITH ... SELECT statement' });
       else if (b.query.length > MAX_ANALYZE_CHARS) problems.push({ path: 'query', message: `must be at most ${MAX_ANALYZE_CHARS} characters` });
       else if (b.query.includes('\u0000')) problems.push({ path: 'query', message: 'must not contain NUL characters' });
       let analyze = false;
@@ -880,7 +1268,8 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
       } catch (err) {
         problems.push({ path: 'analyze', message: (err as Error).message.replace(/^analyze: /, '') });
       }
-      for (const k of Object.keys(b)) if (k !== 'query' && k !== 'analyze') problems.push({ path: k, message: 'is not a known field (query, analyze)' });
+      for (const k of Object.keys(b))
+        if (k !== 'query' && k !== 'analyze') problems.push({ path: k, message: 'is not a known field (query, analyze)' });
       if (problems.length) throw new ValidationError(`${problems[0].path}: ${problems[0].message}`, problems);
       const statement = checkReadOnlyStatement(b.query as string);
       let result;
@@ -906,7 +1295,7 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
         statement_timeout_ms: deps.analyzeTimeoutMs,
         search_path: result.search_path,
         note:
-          `Run as ${deps.analyzer.restricted ? 'a role that may only read this group\'s tables' : 'the server\'s own database user'}, on a connection opened for this call and closed after it, in a rolled-back READ ONLY transaction. ` +
+          `Run as ${deps.analyzer.restricted ? "a role that may only read this group's tables" : "the server's own database user"}, on a connection opened for this call and closed after it, in a rolled-back READ ONLY transaction. ` +
           "Unqualified names resolve in this instance's schema; a plan that reads a relation outside it or calls a function off the allowlist is refused before it runs." +
           (analyze ? ' With analyze the statement was executed to measure it.' : ' The statement was planned, not executed.'),
         plan: result.plan,

@@ -28,7 +28,9 @@ export interface IndexItem {
 
 /** Signature of a vCon's searchable texts: unchanged texts are not re-embedded (tag writes). */
 export const unitsSig = (units: SearchUnit[]) =>
-  createHash('sha1').update(JSON.stringify(units.map((u) => [u.source, u.idx, u.body]))).digest('base64');
+  createHash('sha1')
+    .update(JSON.stringify(units.map((u) => [u.source, u.idx, u.body])))
+    .digest('base64');
 
 /**
  * The units that get a vector. Party names and addresses carry no meaning for an embedding (a
@@ -55,7 +57,10 @@ export function createSearchIndexer(deps: { provider: EmbeddingProvider; transac
     if (items.length === 0) return 0;
     let todo = items;
     if (!opts.force) {
-      const stored = await r.index.vectorSigs(provider, items.map((i) => i.uuid));
+      const stored = await r.index.vectorSigs(
+        provider,
+        items.map((i) => i.uuid),
+      );
       todo = items.filter((i) => {
         const s = stored.get(i.uuid);
         return !(s && s.units_sig === unitsSig(i.units) && s.created_at.getTime() === i.created_at.getTime());
@@ -89,7 +94,10 @@ export function createSearchIndexer(deps: { provider: EmbeddingProvider; transac
       await embedVcons(r, items);
       return;
     }
-    const stored = await r.index.vectorSigs(provider, items.map((i) => i.uuid));
+    const stored = await r.index.vectorSigs(
+      provider,
+      items.map((i) => i.uuid),
+    );
     const changed = items.filter((i) => stored.get(i.uuid)?.units_sig !== unitsSig(i.units)).map((i) => i.uuid);
     if (changed.length === 0) return;
     await r.index.dropVectors(changed);

@@ -61,7 +61,9 @@ export function createKeywordRanker(deps: { repo: SearchRepo; provider: Pick<Emb
   async function corrections(terms: TermInput[], stats: { content: boolean; df: number }[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (!provider.suggest) return out;
-    const unknown = terms.filter((t, i) => t.kind === 'word' && stats[i].content && stats[i].df === 0 && t.text.length >= MIN_CORRECTED && /^\p{L}+$/u.test(t.text));
+    const unknown = terms.filter(
+      (t, i) => t.kind === 'word' && stats[i].content && stats[i].df === 0 && t.text.length >= MIN_CORRECTED && /^\p{L}+$/u.test(t.text),
+    );
     if (unknown.length === 0) return out;
     const suggested = await Promise.all(unknown.map((t) => provider.suggest!(t.text)));
     const flat = suggested.flatMap((s) => s.words);
@@ -89,7 +91,10 @@ export function createKeywordRanker(deps: { repo: SearchRepo; provider: Pick<Emb
       stats = await termStats(terms);
     }
     // Rarest first: their postings are the candidates, within the budget.
-    const order = terms.map((_, i) => i).filter((i) => stats[i].content && stats[i].df > 0 && terms[i].kind !== 'not').sort((a, b) => stats[a].df - stats[b].df);
+    const order = terms
+      .map((_, i) => i)
+      .filter((i) => stats[i].content && stats[i].df > 0 && terms[i].kind !== 'not')
+      .sort((a, b) => stats[a].df - stats[b].df);
     const rare = new Set<number>();
     let budget = RARE_BUDGET;
     for (const i of order) {

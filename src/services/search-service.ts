@@ -66,7 +66,10 @@ export const SearchInputSchema = z.object({
   q: z.string().min(1).max(MAX_QUERY_CHARS).describe('What to search for; keyword search understands "phrases", OR and -word'),
   limit: z.number().int().min(1).optional().describe('Results per page, default 10, capped at 100'),
   offset: z.number().int().min(0).optional().describe('Results to skip, default 0'),
-  tags: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional().describe('Only vCons having every one of these tags'),
+  tags: z
+    .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+    .optional()
+    .describe('Only vCons having every one of these tags'),
   start_date: z.string().optional().describe('YYYY-MM-DD or RFC 3339; on created_at'),
   end_date: z.string().optional().describe('YYYY-MM-DD (whole day) or RFC 3339; on created_at'),
   threshold: z.number().min(0).max(1).optional().describe('Semantic and hybrid only: minimum cosine similarity, default 0'),
@@ -81,8 +84,14 @@ export function parseSearchQuery(raw: SearchInput, kind: SearchKind): SearchQuer
   const offset = intParam('offset', raw.offset, { def: 0, min: 0 });
   let threshold = 0;
   if (raw.threshold !== undefined && raw.threshold !== null && raw.threshold !== '') {
-    const t = typeof raw.threshold === 'number' ? raw.threshold : typeof raw.threshold === 'string' && /^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$/.test(raw.threshold) ? Number(raw.threshold) : NaN;
-    if (!Number.isFinite(t) || t < 0 || t > 1) throw new InvalidParameterError('threshold', `must be a number from 0 to 1, got ${JSON.stringify(raw.threshold)}`);
+    const t =
+      typeof raw.threshold === 'number'
+        ? raw.threshold
+        : typeof raw.threshold === 'string' && /^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$/.test(raw.threshold)
+          ? Number(raw.threshold)
+          : NaN;
+    if (!Number.isFinite(t) || t < 0 || t > 1)
+      throw new InvalidParameterError('threshold', `must be a number from 0 to 1, got ${JSON.stringify(raw.threshold)}`);
     threshold = t;
   }
   if (kind !== 'content' && offset + limit > VECTOR_PAGING_CAP) {
@@ -177,7 +186,10 @@ export function createSearchService(deps: SearchServiceDeps) {
   /** The units of each hit closest to the query, with a snippet around the first query word. */
   async function semanticMatches(q: string, hits: SemanticHit[], threshold: number): Promise<Map<string, SearchMatch[]>> {
     if (hits.length === 0) return new Map();
-    const units = await repo.unitVectors(space(), hits.map((h) => h.uuid));
+    const units = await repo.unitVectors(
+      space(),
+      hits.map((h) => h.uuid),
+    );
     const qv = hits[0].query;
     const byVcon = new Map<string, { source: string; idx: number; score: number }[]>();
     for (const u of units) {
@@ -187,7 +199,10 @@ export function createSearchService(deps: SearchServiceDeps) {
     }
     const picks = hits.map((h) => ({
       uuid: h.uuid,
-      units: (byVcon.get(h.uuid) ?? []).filter((u) => u.score >= threshold).sort((a, b) => b.score - a.score).slice(0, MATCHES_PER_RESULT),
+      units: (byVcon.get(h.uuid) ?? [])
+        .filter((u) => u.score >= threshold)
+        .sort((a, b) => b.score - a.score)
+        .slice(0, MATCHES_PER_RESULT),
     }));
     const bodies = await repo.unitBodies(picks.flatMap((p) => p.units.map((u) => ({ uuid: p.uuid, source: u.source, idx: u.idx }))));
     return new Map(
@@ -253,7 +268,9 @@ export function createSearchService(deps: SearchServiceDeps) {
         const matches = keywordMatchMap(matchRows);
         const results = page.flatMap((r) => {
           const m = meta.get(r.uuid);
-          return m ? [{ uuid: r.uuid, subject: m.subject, created_at: m.created_at, score: unitScore(r.score), matches: matches.get(r.uuid) ?? [] }] : [];
+          return m
+            ? [{ uuid: r.uuid, subject: m.subject, created_at: m.created_at, score: unitScore(r.score), matches: matches.get(r.uuid) ?? [] }]
+            : [];
         });
         return { results, has_more: rows.length > q.limit, corrected_query: p.corrected_query };
       });
@@ -291,8 +308,16 @@ export function createSearchService(deps: SearchServiceDeps) {
         const semHits = new Map(sem.map((h) => [h.uuid, h]));
         const [meta, kwRows, semMatches] = await Promise.all([
           info(uuids),
-          repo.keywordMatches(p.terms, page.filter((e) => e.keyword_rank !== null).map((e) => e.uuid), MATCHES_PER_RESULT),
-          semanticMatches(q.q, page.flatMap((e) => (semHits.has(e.uuid) ? [semHits.get(e.uuid)!] : [])), q.threshold),
+          repo.keywordMatches(
+            p.terms,
+            page.filter((e) => e.keyword_rank !== null).map((e) => e.uuid),
+            MATCHES_PER_RESULT,
+          ),
+          semanticMatches(
+            q.q,
+            page.flatMap((e) => (semHits.has(e.uuid) ? [semHits.get(e.uuid)!] : [])),
+            q.threshold,
+          ),
         ]);
         const kwMatches = keywordMatchMap(kwRows);
         const results = page.flatMap((e) => {
@@ -304,7 +329,17 @@ export function createSearchService(deps: SearchServiceDeps) {
             if (list.length >= MATCHES_PER_RESULT) break;
             if (!list.some((x) => x.source === s.source && x.index === s.index)) list.push(s);
           }
-          return [{ uuid: e.uuid, subject: m.subject, created_at: m.created_at, score: e.score, matches: list, keyword_rank: e.keyword_rank, semantic_rank: e.semantic_rank }];
+          return [
+            {
+              uuid: e.uuid,
+              subject: m.subject,
+              created_at: m.created_at,
+              score: e.score,
+              matches: list,
+              keyword_rank: e.keyword_rank,
+              semantic_rank: e.semantic_rank,
+            },
+          ];
         });
         return { results, has_more: ranked.length > q.offset + q.limit, corrected_query: p.corrected_query };
       });

@@ -40,7 +40,9 @@ function writeTags(doc: JsonObject, tags: Map<string, string>): void {
 
 const tagValue = (v: unknown): string => {
   if (typeof v === 'string' && v.length > MAX_TAG_VALUE_CHARS) {
-    throw new ValidationError(`value must be at most ${MAX_TAG_VALUE_CHARS} characters`, [{ path: 'value', message: `must be at most ${MAX_TAG_VALUE_CHARS} characters` }]);
+    throw new ValidationError(`value must be at most ${MAX_TAG_VALUE_CHARS} characters`, [
+      { path: 'value', message: `must be at most ${MAX_TAG_VALUE_CHARS} characters` },
+    ]);
   }
   const bad = typeof v === 'string' ? textProblem(v) : undefined;
   if (bad) throw new ValidationError(`value ${bad}`, [{ path: 'value', message: bad }]);

@@ -4,8 +4,16 @@ import { decodeBodies, deriveRows, isTagsAttachment } from '../domain/derive.js'
 import { parseListQuery, type ListQuery } from '../domain/queries.js';
 import { BATCH_MAX, DUPLICATE_IN_BATCH, type BatchItem, type BatchResult } from '../domain/responses.js';
 import {
-  Analysis, Attachment, checkDepth, classifyVcon, Dialog, MAX_DEPTH, Vcon, validate,
-  type ClassifiedVcon, type JsonObject,
+  Analysis,
+  Attachment,
+  checkDepth,
+  classifyVcon,
+  Dialog,
+  MAX_DEPTH,
+  Vcon,
+  validate,
+  type ClassifiedVcon,
+  type JsonObject,
 } from '../domain/vcon.js';
 import { runHook, type Plugin } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
@@ -114,9 +122,7 @@ export function createVconService(deps: VconServiceDeps) {
       const stamp = now();
       const { created, doc } = await transact(async (tx) => {
         const existed = await tx.lock(uuid);
-        const doc = c.kind === 'plain'
-          ? withServiceFields(c.doc, uuid, stamp.toISOString(), existed ? stamp.toISOString() : undefined)
-          : c.doc;
+        const doc = c.kind === 'plain' ? withServiceFields(c.doc, uuid, stamp.toISOString(), existed ? stamp.toISOString() : undefined) : c.doc;
         const stored = await toStored({ ...c, doc }, uuid, existed?.created_at ?? stamp);
         const flags = await tx.upsert([stored]);
         return { created: flags.get(uuid) ?? !existed, doc };
@@ -160,12 +166,15 @@ export function createVconService(deps: VconServiceDeps) {
         const stamp = now();
         const docs = await transact(async (tx) => {
           const existing = await tx.existing(ready.map((r) => r.uuid));
-          const stored = await Promise.all(ready.map((r) => {
-            const doc = r.c.kind === 'plain'
-              ? withServiceFields(r.c.doc, r.uuid, stamp.toISOString(), existing.has(r.uuid) ? stamp.toISOString() : undefined)
-              : r.c.doc;
-            return toStored({ ...r.c, doc }, r.uuid, stamp);
-          }));
+          const stored = await Promise.all(
+            ready.map((r) => {
+              const doc =
+                r.c.kind === 'plain'
+                  ? withServiceFields(r.c.doc, r.uuid, stamp.toISOString(), existing.has(r.uuid) ? stamp.toISOString() : undefined)
+                  : r.c.doc;
+              return toStored({ ...r.c, doc }, r.uuid, stamp);
+            }),
+          );
           const flags = await tx.upsert(stored);
           for (const r of ready) results[r.index].status = flags.get(r.uuid) === false ? 200 : 201;
           return stored.map((s) => s.doc);
@@ -260,7 +269,8 @@ export function createVconService(deps: VconServiceDeps) {
     async append(uuid: string, kind: SubResource, item: unknown, ctx: RequestCtx): Promise<{ uuid: string; index: number; item: JsonObject }> {
       const schema = kind === 'dialog' ? Dialog : kind === 'analysis' ? Analysis : Attachment;
       const what = kind === 'attachments' ? 'attachment' : kind;
-      if (!isObject(item)) throw new ValidationError(`Invalid ${what}: the body must be a JSON object`, [{ path: '(root)', message: 'must be an object' }]);
+      if (!isObject(item))
+        throw new ValidationError(`Invalid ${what}: the body must be a JSON object`, [{ path: '(root)', message: 'must be an object' }]);
       checkDepth(item, MAX_DEPTH - 2);
       validate(schema, item, what);
       const changes = await runHook(plugins, 'beforeUpdate', { [kind]: item } as JsonObject, { ...ctx, uuid });
@@ -297,7 +307,8 @@ export function createVconService(deps: VconServiceDeps) {
       const list = (Array.isArray(doc.attachments) ? doc.attachments : []).filter(isObject);
       return list.filter((a) => {
         if (filter.purpose !== undefined) {
-          const ok = filter.purpose === 'tags' ? isTagsAttachment(a) : a.purpose === filter.purpose || (a.purpose === undefined && a.type === filter.purpose);
+          const ok =
+            filter.purpose === 'tags' ? isTagsAttachment(a) : a.purpose === filter.purpose || (a.purpose === undefined && a.type === filter.purpose);
           if (!ok) return false;
         }
         if (filter.type !== undefined) {

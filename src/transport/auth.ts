@@ -80,7 +80,10 @@ export function createAuth(config: Config, _log: Logger, opts: { enforceMethods?
     }
     const auth = resolve(key);
     if (!auth) {
-      sendError(req, res, 401, 'unauthorized', 'API key invalid', { hint: `Send a key listed in API_KEYS or API_KEYS_READONLY as ${how}`, production });
+      sendError(req, res, 401, 'unauthorized', 'API key invalid', {
+        hint: `Send a key listed in API_KEYS or API_KEYS_READONLY as ${how}`,
+        production,
+      });
       return;
     }
     if (enforceMethods && auth.scope === 'read' && !READ_METHODS.has(req.method)) {

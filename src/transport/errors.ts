@@ -30,7 +30,10 @@ export interface ErrorMapOptions {
 }
 
 /** The answer when mapping an error failed: fixed text, nothing left to throw. */
-const BARE_500 = (): { status: number; body: ErrorContent } => ({ status: 500, body: { error: 'internal_error', message: 'An unexpected error occurred' } });
+const BARE_500 = (): { status: number; body: ErrorContent } => ({
+  status: 500,
+  body: { error: 'internal_error', message: 'An unexpected error occurred' },
+});
 
 /** Logs without ever throwing: the answer must not depend on the log sink. */
 export function logQuietly(log: Logger, level: 'warn' | 'error', obj: object, msg: string): void {
@@ -55,11 +58,18 @@ function map(err: unknown, opts: ErrorMapOptions): { status: number; body: Error
   // Body-parser errors (REST only; MCP receives parsed JSON-RPC).
   switch (propOf(err, 'type')) {
     case 'entity.parse.failed':
-      return { status: 400, body: content('invalid_json', `Request body is not valid JSON: ${message}`, production, { hint: 'Send a JSON document with Content-Type: application/json' }) };
+      return {
+        status: 400,
+        body: content('invalid_json', `Request body is not valid JSON: ${message}`, production, {
+          hint: 'Send a JSON document with Content-Type: application/json',
+        }),
+      };
     case 'entity.too.large':
       return {
         status: 413,
-        body: content('payload_too_large', 'Request body exceeds the size limit', production, { hint: 'Raise REST_API_BODY_LIMIT or split the request (batch of up to 100 vCons)' }),
+        body: content('payload_too_large', 'Request body exceeds the size limit', production, {
+          hint: 'Raise REST_API_BODY_LIMIT or split the request (batch of up to 100 vCons)',
+        }),
       };
     case 'encoding.unsupported':
     case 'charset.unsupported':
@@ -90,7 +100,10 @@ function map(err: unknown, opts: ErrorMapOptions): { status: number; body: Error
     return { status: dbErr.status, body: content(dbErr.code, dbErr.message, production, dbErr) };
   }
   logQuietly(log, 'error', { err: isInstance(err, Error) ? err : message, ...opts.logFields }, 'unhandled error');
-  return { status: 500, body: content('internal_error', production ? 'An unexpected error occurred' : `An unexpected error occurred: ${message}`, production) };
+  return {
+    status: 500,
+    body: content('internal_error', production ? 'An unexpected error occurred' : `An unexpected error occurred: ${message}`, production),
+  };
 }
 
 /**

@@ -61,7 +61,7 @@ function nodesOf(plan: unknown): Record<string, unknown>[] {
 }
 
 describe('introspection on a database crowded with other schemas', () => {
-  it('reads no big catalog whole: every query starts from the group\'s own relations', async () => {
+  it("reads no big catalog whole: every query starts from the group's own relations", async () => {
     const captured: { text: string; params: unknown[] }[] = [];
     const sql = postgres(databaseUrl(), {
       max: 1,
@@ -86,7 +86,7 @@ describe('introspection on a database crowded with other schemas', () => {
     }
   });
 
-  it('/database/shape, /size, /stats and /health answer with this group\'s tables only', async () => {
+  it("/database/shape, /size, /stats and /health answer with this group's tables only", async () => {
     for (const path of ['/database/shape', '/database/size', '/database/stats', '/database/health']) {
       const r = await s.api(path);
       expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(200);

@@ -15,8 +15,15 @@ import { seedKnown } from './seed.js';
 
 const FIXTURES = path.join(packageRoot, 'tests', 'fixtures', 'vcons');
 const ROUTES = [
-  '/database/shape', '/database/stats', '/database/size', '/database/health',
-  '/analytics', '/analytics/growth', '/analytics/content', '/analytics/tags', '/analytics/attachments',
+  '/database/shape',
+  '/database/stats',
+  '/database/size',
+  '/database/health',
+  '/analytics',
+  '/analytics/growth',
+  '/analytics/content',
+  '/analytics/tags',
+  '/analytics/attachments',
 ];
 
 let a: TestServer;
@@ -42,7 +49,9 @@ beforeAll(async () => {
   await admin.unsafe(`create table "${a.schema}".only_in_a (x int)`);
   await admin.end();
   const docs = new Map<string, any>();
-  for (const file of readdirSync(FIXTURES).filter((f) => f.endsWith('.json') && !f.startsWith('invalid__')).sort()) {
+  for (const file of readdirSync(FIXTURES)
+    .filter((f) => f.endsWith('.json') && !f.startsWith('invalid__'))
+    .sort()) {
     const doc = JSON.parse(readFileSync(path.join(FIXTURES, file), 'utf8'));
     const r = await b.api('/vcons', { method: 'POST', json: doc });
     if (r.status === 200 || r.status === 201) docs.set(r.body.uuid, doc);
@@ -75,9 +84,12 @@ const data = async (s: TestServer, p: string) => {
 };
 
 describe('two groups, one database', () => {
-  it('no answer of one group names the other group\'s schema or tables', async () => {
+  it("no answer of one group names the other group's schema or tables", async () => {
     expect(expected.stored).toBeGreaterThanOrEqual(10);
-    for (const [self, other] of [[a, b], [b, a]] as const) {
+    for (const [self, other] of [
+      [a, b],
+      [b, a],
+    ] as const) {
       for (const p of ROUTES) {
         const text = JSON.stringify(await data(self, p));
         expect(text, p).not.toContain(other.schema);
@@ -97,8 +109,11 @@ describe('two groups, one database', () => {
     }
   });
 
-  it('refuses to plan a read of the other group\'s tables, even schema-qualified', async () => {
-    for (const query of [`select * from "${a.schema}".vcons`, `select count(*) from vcons v join "${a.schema}".vcon_tags t on t.vcon_uuid = v.uuid`]) {
+  it("refuses to plan a read of the other group's tables, even schema-qualified", async () => {
+    for (const query of [
+      `select * from "${a.schema}".vcons`,
+      `select count(*) from vcons v join "${a.schema}".vcon_tags t on t.vcon_uuid = v.uuid`,
+    ]) {
       for (const analyze of [false, true]) {
         const r = await b.api('/database/analyze', { method: 'POST', json: { query, analyze } });
         expect(r.status, query).toBe(400);
@@ -108,7 +123,7 @@ describe('two groups, one database', () => {
     }
   });
 
-  it('each group\'s figures are its own', async () => {
+  it("each group's figures are its own", async () => {
     const [ca, cb] = [await data(a, '/analytics/content'), await data(b, '/analytics/content')];
     expect(ca.conversations.vcons).toBe(4);
     expect(cb.conversations.vcons).toBe(expected.stored);
@@ -120,7 +135,7 @@ describe('two groups, one database', () => {
     expect(plan.body.data.plan[0].Plan['Actual Rows']).toBe(expected.stored);
   });
 
-  it('B\'s content and attachment analytics match the fixture documents', async () => {
+  it("B's content and attachment analytics match the fixture documents", async () => {
     const c = await data(b, '/analytics/content');
     expect(Object.fromEntries(c.conversations.kinds.map((k: any) => [k.kind, k.count]))).toEqual(expected.kinds);
     expect(c.parties.total).toBe(expected.parties);
@@ -130,8 +145,9 @@ describe('two groups, one database', () => {
     expect(Object.fromEntries(c.analyses.by_type.map((t: any) => [t.type ?? '(none)', t.count]))).toEqual(expected.analysisTypes);
     const att = await data(b, '/analytics/attachments');
     expect(att.total).toBe(expected.attachments);
-    expect(att.purposes.reduce((n: number, p: any) => n + p.count, 0) + att.without_purpose_or_type)
-      .toBeGreaterThanOrEqual(expected.attachments - att.types.reduce((n: number, t: any) => n + t.count, 0));
+    expect(att.purposes.reduce((n: number, p: any) => n + p.count, 0) + att.without_purpose_or_type).toBeGreaterThanOrEqual(
+      expected.attachments - att.types.reduce((n: number, t: any) => n + t.count, 0),
+    );
     const all = await data(b, '/analytics?months_back=60');
     expect(all.summary.vcons).toBe(expected.stored);
     expect(all.growth.totals.vcons + all.growth.before_window + all.growth.after_window).toBe(expected.stored);
@@ -150,7 +166,7 @@ describe('two groups, one database', () => {
 });
 
 describe('long-running queries of this application', () => {
-  it('are listed with their text; other applications\' are not', async () => {
+  it("are listed with their text; other applications' are not", async () => {
     const t = await createTestSchema('dbh');
     const other = adminSql();
     const sibling = createSql({ url: databaseUrl(), schema: t.schema, max: 1 });
@@ -176,7 +192,9 @@ describe('long-running queries of this application', () => {
       await vi.waitFor(async () => expect(await active()).toHaveLength(2), { timeout: 20_000, interval: 50 });
       const h = await service.health(internalCtx);
       const text = JSON.stringify(h);
-      expect(h.connections.application.long_running).toEqual([expect.objectContaining({ state: 'active', query: expect.stringContaining('pg_sleep') })]);
+      expect(h.connections.application.long_running).toEqual([
+        expect.objectContaining({ state: 'active', query: expect.stringContaining('pg_sleep') }),
+      ]);
       expect(h.connections.application.long_running[0].running_s).toBeGreaterThan(0.3);
       expect(h.alerts).toContainEqual(expect.objectContaining({ code: 'long_running_query', severity: 'warning' }));
       expect(h.status).toBe('warning');

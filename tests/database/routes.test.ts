@@ -26,7 +26,7 @@ const ok = async (path: string) => {
 };
 
 describe('GET /database/shape', () => {
-  it('lists this schema\'s tables with columns, indexes, constraints and real sizes', async () => {
+  it("lists this schema's tables with columns, indexes, constraints and real sizes", async () => {
     const d = await ok('/database/shape');
     expect(d.schema).toBe(s.schema);
     const names = d.tables.map((t: any) => t.name);
@@ -52,7 +52,7 @@ describe('GET /database/shape', () => {
 });
 
 describe('GET /database/stats', () => {
-  it('reports counters of this schema\'s tables and indexes, saying they are estimates', async () => {
+  it("reports counters of this schema's tables and indexes, saying they are estimates", async () => {
     const d = await ok('/database/stats');
     const vcons = d.tables.find((t: any) => t.table === 'vcons');
     // n_live_tup is an estimate: ANALYZE set it to 4, and a server backend may flush its pending
@@ -60,9 +60,7 @@ describe('GET /database/stats', () => {
     expect(vcons.live_rows).toBeGreaterThanOrEqual(4);
     expect(vcons.last_analyze).not.toBeNull();
     expect(d.indexes.map((i: any) => i.index)).toContain('vcons_pkey');
-    expect(d.tables.map((t: any) => t.table).sort()).toEqual(
-      (await ok('/database/shape')).tables.map((t: any) => t.name).sort(),
-    );
+    expect(d.tables.map((t: any) => t.table).sort()).toEqual((await ok('/database/shape')).tables.map((t: any) => t.name).sort());
     expect(d.estimates.counters).toMatch(/estimates/);
     for (const k of ['hit_ratio', 'heap_hit_ratio', 'index_hit_ratio']) {
       const v = d.cache[k];
@@ -89,7 +87,7 @@ describe('GET /database/size', () => {
 });
 
 describe('GET /database/health', () => {
-  it('finds bloat, duplicate and unused indexes, and this application\'s connections', async () => {
+  it("finds bloat, duplicate and unused indexes, and this application's connections", async () => {
     const admin = adminSql();
     try {
       await admin.unsafe(`
@@ -125,7 +123,7 @@ describe('GET /database/health', () => {
     expect((await ok('/database/shape')).tables.map((t: any) => t.name)).toContain('bloat_probe');
   });
 
-  it('shows this application\'s long-running queries and never other applications\' text', async () => {
+  it("shows this application's long-running queries and never other applications' text", async () => {
     const admin = adminSql();
     const other = adminSql();
     try {
@@ -231,7 +229,7 @@ describe('POST /database/analyze', () => {
     expect((await ok('/analytics/tags')).keys.map((k: any) => k.key)).not.toContain('sneaky');
   });
 
-  it('reports PostgreSQL\'s own refusal as 400', async () => {
+  it("reports PostgreSQL's own refusal as 400", async () => {
     const r = await analyze({ query: 'select * from no_such_table' });
     expect(r.status).toBe(400);
     expect(r.body.message).toMatch(/no_such_table/);
@@ -284,17 +282,38 @@ describe('GET /analytics/*', () => {
     expect(d.conversations).toMatchObject({ vcons: 4, with_dialog: 3, with_analysis: 2, with_attachments: 3, kinds: [{ kind: 'plain', count: 4 }] });
     expect(d.dialogs.total).toBe(6);
     const rec = d.dialogs.by_type.find((t: any) => t.type === 'recording');
-    expect(rec).toMatchObject({ count: 3, vcons: 3, with_duration: 3, total_duration_s: 210, avg_duration_s: 70, min_duration_s: 30, max_duration_s: 120 });
+    expect(rec).toMatchObject({
+      count: 3,
+      vcons: 3,
+      with_duration: 3,
+      total_duration_s: 210,
+      avg_duration_s: 70,
+      min_duration_s: 30,
+      max_duration_s: 120,
+    });
     expect(d.dialogs.by_type.find((t: any) => t.type === 'text')).toMatchObject({ count: 3, vcons: 2, with_duration: 0, bytes: 10 });
     expect(d.dialogs.durations).toMatchObject({ count: 3, total_s: 210, p50_s: 60, min_s: 30, max_s: 120 });
     expect(d.analyses.total).toBe(3);
-    expect(d.analyses.by_type.map((t: any) => [t.type, t.count]).sort()).toEqual([['sentiment', 1], ['summary', 1], ['transcript', 1]]);
+    expect(d.analyses.by_type.map((t: any) => [t.type, t.count]).sort()).toEqual([
+      ['sentiment', 1],
+      ['summary', 1],
+      ['transcript', 1],
+    ]);
     expect(d.analyses.by_vendor).toEqual([
       { vendor: 'acme', count: 2, vcons: 1, products: ['asr'] },
       { vendor: 'mood', count: 1, vcons: 1, products: [] },
     ]);
     expect(d.parties).toMatchObject({ total: 8, with_name: 6, with_tel: 4, with_mailto: 2, distinct_tel: 4 });
-    expect(d.parties.per_vcon).toEqual({ avg: 2, min: 1, max: 3, distribution: [{ parties: 1, vcons: 1 }, { parties: 2, vcons: 2 }, { parties: 3, vcons: 1 }] });
+    expect(d.parties.per_vcon).toEqual({
+      avg: 2,
+      min: 1,
+      max: 3,
+      distribution: [
+        { parties: 1, vcons: 1 },
+        { parties: 2, vcons: 2 },
+        { parties: 3, vcons: 1 },
+      ],
+    });
   });
 
   it('content honours start_date and end_date', async () => {
@@ -314,8 +333,14 @@ describe('GET /analytics/*', () => {
     const d = await ok('/analytics/tags');
     expect(d).toMatchObject({ total_vcons: 4, tagged_vcons: 3, coverage: 0.75, tags: 4, distinct_keys: 2, distinct_pairs: 3 });
     expect(d.keys[0]).toEqual({
-      key: 'status', vcons: 3, coverage: 0.75, distinct_values: 2,
-      top_values: [{ value: 'open', count: 2 }, { value: 'closed', count: 1 }],
+      key: 'status',
+      vcons: 3,
+      coverage: 0.75,
+      distinct_values: 2,
+      top_values: [
+        { value: 'open', count: 2 },
+        { value: 'closed', count: 1 },
+      ],
     });
     expect(d.keys[1]).toMatchObject({ key: 'priority', vcons: 1, top_values: [{ value: 'high', count: 1 }] });
     expect(d.top_pairs[0]).toEqual({ key: 'status', value: 'open', count: 2 });
@@ -348,7 +373,7 @@ describe('GET /analytics/*', () => {
   });
 
   it.each([
-    ['/analytics/content?start_date=2024-01-01\';drop table vcons;--', 'start_date'],
+    ["/analytics/content?start_date=2024-01-01';drop table vcons;--", 'start_date'],
     ['/analytics/content?end_date=2024-02-30', 'end_date'],
     ['/analytics/content?start_date=yesterday', 'start_date'],
     ['/analytics/content?start_date=2024-05-01&end_date=2024-04-01', 'end_date'],
@@ -357,7 +382,7 @@ describe('GET /analytics/*', () => {
     ['/analytics/growth?months_back=0', 'months_back'],
     ['/analytics/growth?months_back=61', 'months_back'],
     ['/analytics/growth?granularity=year', 'granularity'],
-    ['/analytics/growth?granularity=day\'--', 'granularity'],
+    ["/analytics/growth?granularity=day'--", 'granularity'],
     ['/analytics/tags?limit=-1', 'limit'],
     ['/analytics/tags?values_limit=abc', 'values_limit'],
   ])('hostile or invalid %s → 400 naming the parameter, nothing changed', async (path, parameter) => {

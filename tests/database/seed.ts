@@ -30,8 +30,13 @@ export async function seedKnown(s: TestServer): Promise<Seeded> {
   const iso = (i: number) => dates[i].toISOString();
   const docs = [
     {
-      vcon: '0.3.0', subject: 'Refund call', created_at: iso(0),
-      parties: [{ name: 'Alice', tel: '+15551230001' }, { name: 'Bob', mailto: 'bob@example.com' }],
+      vcon: '0.3.0',
+      subject: 'Refund call',
+      created_at: iso(0),
+      parties: [
+        { name: 'Alice', tel: '+15551230001' },
+        { name: 'Bob', mailto: 'bob@example.com' },
+      ],
       dialog: [
         { type: 'recording', start: iso(0), parties: [0, 1], duration: 60, mediatype: 'audio/x-wav', url: 'https://example.com/a.wav' },
         { type: 'text', start: iso(0), parties: [0], body: 'hello', encoding: 'none', mediatype: 'text/plain' },
@@ -43,7 +48,9 @@ export async function seedKnown(s: TestServer): Promise<Seeded> {
       attachments: [{ purpose: 'invoice', encoding: 'json', body: { total: 12 } }],
     },
     {
-      vcon: '0.3.0', subject: 'Chat', created_at: iso(1),
+      vcon: '0.3.0',
+      subject: 'Chat',
+      created_at: iso(1),
       parties: [{ name: 'Carol', tel: '+15551230002' }, { tel: '+15551230003' }, { mailto: 'dave@example.com' }],
       dialog: [
         { type: 'text', start: iso(1), parties: [0], body: 'hi', encoding: 'none', mediatype: 'text/plain' },
@@ -55,7 +62,9 @@ export async function seedKnown(s: TestServer): Promise<Seeded> {
     },
     { vcon: '0.3.0', subject: 'Lonely', created_at: iso(2), parties: [{ name: 'Grace' }] },
     {
-      vcon: '0.3.0', subject: 'Old call', created_at: iso(3),
+      vcon: '0.3.0',
+      subject: 'Old call',
+      created_at: iso(3),
       parties: [{ name: 'Eve', tel: '+15551230009' }, { name: 'Frank' }],
       dialog: [{ type: 'recording', start: iso(3), parties: [0, 1], duration: 30, mediatype: 'audio/x-wav', url: 'https://example.com/c.wav' }],
     },

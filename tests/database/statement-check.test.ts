@@ -15,16 +15,16 @@ const refused = (q: string): string => {
 describe('read-only statement check of POST /database/analyze', () => {
   it.each([
     ['select 1', 'select 1'],
-    ['SELECT * FROM vcons WHERE subject = \'a;b\';', "SELECT * FROM vcons WHERE subject = 'a;b'"],
+    ["SELECT * FROM vcons WHERE subject = 'a;b';", "SELECT * FROM vcons WHERE subject = 'a;b'"],
     ['select 1; -- trailing comment', 'select 1'],
     ['with t as (select 1 as x) select x from t', 'with t as (select 1 as x) select x from t'],
     ['(select 1) union (select 2)', '(select 1) union (select 2)'],
-    ["select $$; drop table vcons$$, $tag$ ; $tag$", "select $$; drop table vcons$$, $tag$ ; $tag$"],
+    ['select $$; drop table vcons$$, $tag$ ; $tag$', 'select $$; drop table vcons$$, $tag$ ; $tag$'],
     ["select E'it\\'s; fine'", "select E'it\\'s; fine'"],
     ['select "update", "delete" from "into"', 'select "update", "delete" from "into"'],
     ['select updated_at, created_at from vcons /* ; delete */', 'select updated_at, created_at from vcons /* ; delete */'],
     ['select 1 /* nested /* ; */ still comment ; */', 'select 1 /* nested /* ; */ still comment ; */'],
-    ['select case when 1 = 1 then 2 end, doc->>\'start\' from vcons', "select case when 1 = 1 then 2 end, doc->>'start' from vcons"],
+    ["select case when 1 = 1 then 2 end, doc->>'start' from vcons", "select case when 1 = 1 then 2 end, doc->>'start' from vcons"],
   ])('accepts %s', (q, statement) => {
     expect(checkReadOnlyStatement(q)).toBe(statement);
   });
@@ -72,9 +72,9 @@ describe('read-only statement check of POST /database/analyze', () => {
       'select pg_sleep(10)',
       'select pg_catalog.pg_sleep (10)',
       'select "pg_sleep"(1)',
-      'select pg_sleep_for(\'1 minute\')',
+      "select pg_sleep_for('1 minute')",
       "select * from dblink('host=x', 'select 1') as t(a int)",
-      'select lo_import(\'/etc/passwd\')',
+      "select lo_import('/etc/passwd')",
       "select pg_read_file('/etc/passwd')",
       "select pg_ls_dir('.')",
       'select pg_terminate_backend(1)',
@@ -107,7 +107,20 @@ describe('read-only statement check of POST /database/analyze', () => {
 
   it('tokenizes literals and comments as the server does', () => {
     const t = tokenizeSql("select E'a\\'b', 'c''d', $q$x;y$q$, \"A\"\"B\", $1, 1.5e-3 -- c\n/* d */");
-    expect(t.map((x) => x.kind)).toEqual(['word', 'string', 'punct', 'string', 'punct', 'string', 'punct', 'quoted', 'punct', 'param', 'punct', 'number']);
+    expect(t.map((x) => x.kind)).toEqual([
+      'word',
+      'string',
+      'punct',
+      'string',
+      'punct',
+      'string',
+      'punct',
+      'quoted',
+      'punct',
+      'param',
+      'punct',
+      'number',
+    ]);
     expect(t[7].value).toBe('A"B');
   });
 

@@ -44,7 +44,10 @@ describe('embedded PostgreSQL', () => {
       const pg = await acquireEmbeddedPostgres(${JSON.stringify(base)});
       process.stdout.write(pg.url + '\\n');
       setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: packageRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: packageRoot,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const url = await new Promise<string>((resolve, reject) => {
       child.stdout.on('data', (d) => resolve(String(d).trim()));
       child.on('exit', (code) => reject(new Error(`child exited ${code}`)));

@@ -57,14 +57,16 @@ async function presentAfterStart(acked: string[]) {
   return { startMs, missing, health };
 }
 
-describe('the embedded database\'s owner killed', () => {
+describe("the embedded database's owner killed", () => {
   it('SIGKILL of the owner: the next start adopts the orphaned postmaster, nothing acknowledged is lost', async () => {
     const first = await spawnServer(env, 120_000);
     const pm = postmasterPid();
     const acked = await writeThenKill(first, 1_500);
     expect(isAlive(pm)).toBe(true); // the orphan
     const r = await presentAfterStart(acked);
-    console.log(`[hardening] embedded owner SIGKILL: acknowledged ${acked.length}, missing ${r.missing.length}, next start ${r.startMs} ms (orphan adopted: ${postmasterPid() === pm})`);
+    console.log(
+      `[hardening] embedded owner SIGKILL: acknowledged ${acked.length}, missing ${r.missing.length}, next start ${r.startMs} ms (orphan adopted: ${postmasterPid() === pm})`,
+    );
     expect(acked.length).toBeGreaterThan(0);
     expect(r.health.status).toBe(200);
     expect(r.missing).toEqual([]);
@@ -92,7 +94,9 @@ describe('the embedded database\'s owner killed', () => {
     for (let i = 0; i < 300 && !reaped(); i++) await sleep(50);
     expect(reaped(), `postmaster ${pm} was not reaped by init within 15 s`).toBe(true);
     const r = await presentAfterStart(acked);
-    console.log(`[hardening] embedded owner + postmaster SIGKILL: acknowledged ${acked.length}, missing ${r.missing.length}, next start ${r.startMs} ms`);
+    console.log(
+      `[hardening] embedded owner + postmaster SIGKILL: acknowledged ${acked.length}, missing ${r.missing.length}, next start ${r.startMs} ms`,
+    );
     expect(acked.length).toBeGreaterThan(0);
     expect(r.health.status).toBe(200);
     expect(r.missing).toEqual([]);

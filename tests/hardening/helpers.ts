@@ -115,8 +115,24 @@ export function sampleVcon(uuid = randomUUID(), n = 0) {
       { name: 'Agent Smith', mailto: 'mailto:agent@example.com' },
     ],
     dialog: [
-      { type: 'text', start: at, parties: [0, 1], originator: 0, body: `Hello, my order ${n} arrived broken and I want a refund.`, encoding: 'none', mediatype: 'text/plain' },
-      { type: 'text', start: at, parties: [0, 1], originator: 1, body: 'Sorry to hear that, I have issued a reimbursement.', encoding: 'none', mediatype: 'text/plain' },
+      {
+        type: 'text',
+        start: at,
+        parties: [0, 1],
+        originator: 0,
+        body: `Hello, my order ${n} arrived broken and I want a refund.`,
+        encoding: 'none',
+        mediatype: 'text/plain',
+      },
+      {
+        type: 'text',
+        start: at,
+        parties: [0, 1],
+        originator: 1,
+        body: 'Sorry to hear that, I have issued a reimbursement.',
+        encoding: 'none',
+        mediatype: 'text/plain',
+      },
     ],
     analysis: [{ type: 'summary', vendor: 'hardening', body: `Customer ${n} asked for a refund; agent refunded.`, encoding: 'none', dialog: [0, 1] }],
     attachments: [{ purpose: 'ticket', encoding: 'json', body: { ticket: n } }],
@@ -133,7 +149,12 @@ export async function derivedProblems(url: string, schema: string): Promise<stri
   try {
     const s = (t: string) => `"${schema}"."${t}"`;
     const problems: string[] = [];
-    for (const [table, field] of [['vcon_parties', 'parties'], ['vcon_dialogs', 'dialog'], ['vcon_analyses', 'analysis'], ['vcon_attachments', 'attachments']]) {
+    for (const [table, field] of [
+      ['vcon_parties', 'parties'],
+      ['vcon_dialogs', 'dialog'],
+      ['vcon_analyses', 'analysis'],
+      ['vcon_attachments', 'attachments'],
+    ]) {
       const bad = await sql.unsafe(
         `select v.uuid::text, coalesce(json_array_length(v.doc->'${field}'), 0) as doc_n, (select count(*) from ${s(table)} d where d.vcon_uuid = v.uuid)::int as rows_n
          from ${s('vcons')} v
@@ -141,12 +162,18 @@ export async function derivedProblems(url: string, schema: string): Promise<stri
             or coalesce(json_array_length(v.doc->'${field}'), 0) <> v.${field}_count)`,
       );
       for (const b of bad) problems.push(`${b.uuid}: ${field} ${b.doc_n} in the document, ${b.rows_n} rows in ${table} (or a wrong ${field}_count)`);
-      const orphans = await sql.unsafe(`select count(*)::int as n from ${s(table)} d where not exists (select 1 from ${s('vcons')} v where v.uuid = d.vcon_uuid)`);
+      const orphans = await sql.unsafe(
+        `select count(*)::int as n from ${s(table)} d where not exists (select 1 from ${s('vcons')} v where v.uuid = d.vcon_uuid)`,
+      );
       if (orphans[0].n > 0) problems.push(`${orphans[0].n} orphan rows in ${table}`);
     }
-    const unitless = await sql.unsafe(`select v.uuid::text from ${s('vcons')} v where not exists (select 1 from ${s('search_units')} u where u.vcon_uuid = v.uuid)`);
+    const unitless = await sql.unsafe(
+      `select v.uuid::text from ${s('vcons')} v where not exists (select 1 from ${s('search_units')} u where u.vcon_uuid = v.uuid)`,
+    );
     for (const u of unitless) problems.push(`${u.uuid}: no search units`);
-    const orphanUnits = await sql.unsafe(`select count(*)::int as n from ${s('search_units')} u where not exists (select 1 from ${s('vcons')} v where v.uuid = u.vcon_uuid)`);
+    const orphanUnits = await sql.unsafe(
+      `select count(*)::int as n from ${s('search_units')} u where not exists (select 1 from ${s('vcons')} v where v.uuid = u.vcon_uuid)`,
+    );
     if (orphanUnits[0].n > 0) problems.push(`${orphanUnits[0].n} orphan search units`);
     return problems;
   } finally {

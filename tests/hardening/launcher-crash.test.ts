@@ -15,7 +15,12 @@ let stderr = '';
 
 beforeAll(async () => {
   ws = createWorkspace(['alpha', 'beta']);
-  launcher = execa(process.execPath, [CLI, 'start', '--group', 'alpha', '--group', 'beta'], { cwd: ws.dir, env: cliEnv(), extendEnv: false, reject: false });
+  launcher = execa(process.execPath, [CLI, 'start', '--group', 'alpha', '--group', 'beta'], {
+    cwd: ws.dir,
+    env: cliEnv(),
+    extendEnv: false,
+    reject: false,
+  });
   launcher.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   await waitFor(() => Object.keys(ws.registry()).length === 2, 60_000);
 }, 90_000);
@@ -62,11 +67,15 @@ describe('a SIGKILLed child under the foreground supervisor', () => {
       const before = ws.registry().alpha;
       const t0 = Date.now();
       process.kill(before.pid, 'SIGKILL');
-      await waitFor(async () => {
-        const e = ws.registry().alpha;
-        if (!e || e.pid === before.pid) return false;
-        return (await request(`${e.url}/api/v1/health`, { timeoutMs: 1_000 })).status === 200;
-      }, 15_000, 10);
+      await waitFor(
+        async () => {
+          const e = ws.registry().alpha;
+          if (!e || e.pid === before.pid) return false;
+          return (await request(`${e.url}/api/v1/health`, { timeoutMs: 1_000 })).status === 200;
+        },
+        15_000,
+        10,
+      );
       restarts.push(Date.now() - t0);
     }
     await sleep(1_000);

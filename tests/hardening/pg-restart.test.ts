@@ -7,7 +7,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from '../../src/db/embedded.js';
-import { derivedProblems, percentile, pgCtl, request, sampleVcon, sleep, spawnServer, storedUuids, type Outcome, type ServerProcess } from './helpers.js';
+import {
+  derivedProblems,
+  percentile,
+  pgCtl,
+  request,
+  sampleVcon,
+  sleep,
+  spawnServer,
+  storedUuids,
+  type Outcome,
+  type ServerProcess,
+} from './helpers.js';
 
 const SCHEMA = 'hard_pg_restart';
 const WRITERS = 16;
@@ -58,7 +69,10 @@ describe('PostgreSQL restarted during a write load', () => {
 
     const recoveries: { mode: string; downMs: number; healthyAfterMs: number }[] = [];
     const crashed = () => server.proc.exitCode !== null || server.proc.signalCode !== null;
-    for (const [mode, downMs] of [['fast', 1_500], ['immediate', 1_000]] as const) {
+    for (const [mode, downMs] of [
+      ['fast', 1_500],
+      ['immediate', 1_000],
+    ] as const) {
       await sleep(4_000);
       await pgCtl(['stop', '-D', pg.dataDir, '-m', mode, '-w', '-t', '30']);
       await sleep(downMs);
@@ -78,7 +92,8 @@ describe('PostgreSQL restarted during a write load', () => {
     running = false;
     await load;
 
-    const statusCount = (xs: Outcome[]) => xs.reduce<Record<string, number>>((m, o) => ((m[o.status || o.error!] = (m[o.status || o.error!] ?? 0) + 1), m), {});
+    const statusCount = (xs: Outcome[]) =>
+      xs.reduce<Record<string, number>>((m, o) => ((m[o.status || o.error!] = (m[o.status || o.error!] ?? 0) + 1), m), {});
     const acked = writes.filter((w) => w.status === 201);
     const stored = await storedUuids(pg.url, SCHEMA);
     const lost = acked.filter((w) => !stored.has(w.uuid));
@@ -88,7 +103,12 @@ describe('PostgreSQL restarted during a write load', () => {
       acknowledged: acked.length,
       acknowledged_present: acked.length - lost.length,
       stored_total: stored.size,
-      write_p99_ms: Math.round(percentile(writes.map((w) => w.ms), 99)),
+      write_p99_ms: Math.round(
+        percentile(
+          writes.map((w) => w.ms),
+          99,
+        ),
+      ),
       write_max_ms: Math.round(Math.max(...writes.map((w) => w.ms))),
       recoveries,
     };
@@ -103,7 +123,8 @@ describe('PostgreSQL restarted during a write load', () => {
     expect(writes.filter((w) => w.status !== 201 && w.status !== 503).map((w) => w.status || w.error)).toEqual([]);
     expect(reads.filter((r) => r.status !== 200 && r.status !== 503).map((r) => r.status || r.error)).toEqual([]);
     for (const o of [...writes, ...reads]) expect(o.ms).toBeLessThan(TIMEOUT_MS);
-    for (const o of [...writes, ...reads].filter((x) => x.status === 503)) expect(o.body).toMatchObject({ success: false, error: 'database_unavailable' });
+    for (const o of [...writes, ...reads].filter((x) => x.status === 503))
+      expect(o.body).toMatchObject({ success: false, error: 'database_unavailable' });
     // The outage was real: some requests met it.
     expect(writes.filter((w) => w.status === 503).length + reads.filter((r) => r.status === 503).length).toBeGreaterThan(0);
     // No acknowledged write lost; what is stored is whole (a 503'd write may or may not have committed).
@@ -113,7 +134,9 @@ describe('PostgreSQL restarted during a write load', () => {
 
     // Same process, serving again: writes, reads and search.
     expect(server.proc.exitCode).toBeNull();
-    const after = await Promise.all(Array.from({ length: 20 }, (_, i) => request(`${server.base}/vcons`, { method: 'POST', json: sampleVcon(undefined, 10_000 + i) })));
+    const after = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => request(`${server.base}/vcons`, { method: 'POST', json: sampleVcon(undefined, 10_000 + i) })),
+    );
     expect(after.map((o) => o.status)).toEqual(Array(20).fill(201));
     const found = await request(`${server.base}/vcons/search/content?q=refund&limit=5`);
     expect(found.status).toBe(200);

@@ -38,7 +38,15 @@ async function signalDuringCreates(signal: 'SIGTERM' | 'SIGKILL', env: Record<st
   const schema = testSchemaName('hard_sig');
   schemas.push(schema);
   const holdFile = path.join(dir, `${schema}.arrivals`);
-  const server = await spawnServer({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, VCON_PLUGINS_PATH: PLUGIN, HOLD_FILE: holdFile, EMBEDDINGS_PROVIDER: 'hashing', DB_POOL_MAX: '10', ...env });
+  const server = await spawnServer({
+    DATABASE_URL: databaseUrl(),
+    SUPABASE_DB_SCHEMA: schema,
+    VCON_PLUGINS_PATH: PLUGIN,
+    HOLD_FILE: holdFile,
+    EMBEDDINGS_PROVIDER: 'hashing',
+    DB_POOL_MAX: '10',
+    ...env,
+  });
   const docs = Array.from({ length: N }, (_, i) => sampleVcon(randomUUID(), i));
   let acks = 0;
   const pending = docs.map((d) =>
@@ -69,7 +77,9 @@ describe('signals during 100 in-flight creates', () => {
     // Requests take turns for the pool (DB_POOL_MAX 10) while the plugin holds each one 0.5 s: give
     // the queue room, so all 100 reach the service instead of some answering database_busy.
     const r = await signalDuringCreates('SIGTERM', { HOLD_MS: '500', DB_QUEUE_TIMEOUT_MS: '30000' }, N);
-    console.log(`[hardening] SIGTERM: in flight ${r.inFlight}, acknowledged ${r.acked.length}, present ${r.acked.filter((u) => r.stored.has(u)).length}, exit ${r.exit.exitCode} after ${r.exitMs} ms`);
+    console.log(
+      `[hardening] SIGTERM: in flight ${r.inFlight}, acknowledged ${r.acked.length}, present ${r.acked.filter((u) => r.stored.has(u)).length}, exit ${r.exit.exitCode} after ${r.exitMs} ms`,
+    );
     expect(r.inFlight).toBe(N);
     expect(r.outcomes.map((o) => o.status || o.error)).toEqual(Array(N).fill(201));
     expect(r.exit.exitCode, r.stderr).toBe(0);
@@ -86,7 +96,9 @@ describe('signals during 100 in-flight creates', () => {
     // for the whole create, so the pool must admit 100 (the held creates open no connection yet).
     const r = await signalDuringCreates('SIGTERM', { HOLD_MS: '1500', SHUTDOWN_TIMEOUT_MS: '300', DB_POOL_MAX: '100' }, N);
     const statuses = r.outcomes.map((o) => o.status || o.error);
-    console.log(`[hardening] SIGTERM past timeout: in flight ${r.inFlight}, answers ${JSON.stringify(countBy(statuses))}, acknowledged ${r.acked.length}, present ${r.acked.filter((u) => r.stored.has(u)).length}, stored ${r.stored.size}, exit ${r.exit.exitCode} after ${r.exitMs} ms`);
+    console.log(
+      `[hardening] SIGTERM past timeout: in flight ${r.inFlight}, answers ${JSON.stringify(countBy(statuses))}, acknowledged ${r.acked.length}, present ${r.acked.filter((u) => r.stored.has(u)).length}, stored ${r.stored.size}, exit ${r.exit.exitCode} after ${r.exitMs} ms`,
+    );
     expect(r.inFlight).toBe(N);
     expect(r.exit.exitCode === 0 || r.exit.exitCode === 1, r.stderr).toBe(true);
     expect(r.exitMs).toBeLessThan(15_000);
@@ -100,7 +112,9 @@ describe('signals during 100 in-flight creates', () => {
     // Some creates acknowledged, the rest on their way into PostgreSQL: the kill lands mid-write.
     const r = await signalDuringCreates('SIGKILL', { HOLD_MS: '0' }, N, 10);
     const statuses = r.outcomes.map((o) => o.status || o.error);
-    console.log(`[hardening] SIGKILL: arrived ${r.inFlight}, answers ${JSON.stringify(countBy(statuses))}, acknowledged ${r.acked.length}, present ${r.acked.filter((u) => r.stored.has(u)).length}, stored ${r.stored.size}`);
+    console.log(
+      `[hardening] SIGKILL: arrived ${r.inFlight}, answers ${JSON.stringify(countBy(statuses))}, acknowledged ${r.acked.length}, present ${r.acked.filter((u) => r.stored.has(u)).length}, stored ${r.stored.size}`,
+    );
     expect(r.exit.signal).toBe('SIGKILL');
     expect(r.acked.length).toBeGreaterThanOrEqual(10);
     expect(r.acked.filter((u) => !r.stored.has(u))).toEqual([]);

@@ -59,10 +59,27 @@ describe(`soak: ${CONNECTIONS} connections for ${SECONDS} s`, () => {
       { name: 'search_content', weight: 10, run: () => request(`${b}/vcons/search/content?q=${word()}`, { timeoutMs: TIMEOUT_MS }) },
       { name: 'search_semantic', weight: 5, run: () => request(`${b}/vcons/search/semantic?q=${word()}+${word()}`, { timeoutMs: TIMEOUT_MS }) },
       { name: 'search_hybrid', weight: 5, run: () => request(`${b}/vcons/search/hybrid?q=${word()}`, { timeoutMs: TIMEOUT_MS }) },
-      { name: 'tag_set', weight: 10, run: () => request(`${b}/vcons/${pick()}/tags/status`, { method: 'PUT', json: { value: word() }, timeoutMs: TIMEOUT_MS }) },
-      { name: 'tag_search', weight: 5, run: () => request(`${b}/tags/search?tags=${encodeURIComponent(JSON.stringify({ status: word() }))}`, { timeoutMs: TIMEOUT_MS }) },
+      {
+        name: 'tag_set',
+        weight: 10,
+        run: () => request(`${b}/vcons/${pick()}/tags/status`, { method: 'PUT', json: { value: word() }, timeoutMs: TIMEOUT_MS }),
+      },
+      {
+        name: 'tag_search',
+        weight: 5,
+        run: () => request(`${b}/tags/search?tags=${encodeURIComponent(JSON.stringify({ status: word() }))}`, { timeoutMs: TIMEOUT_MS }),
+      },
       { name: 'tags_get', weight: 5, run: () => request(`${b}/vcons/${pick()}/tags`, { timeoutMs: TIMEOUT_MS }) },
-      { name: 'append_analysis', weight: 5, run: () => request(`${b}/vcons/${pick()}/analysis`, { method: 'POST', json: { type: 'note', vendor: 'soak', body: `note ${word()}`, encoding: 'none' }, timeoutMs: TIMEOUT_MS }) },
+      {
+        name: 'append_analysis',
+        weight: 5,
+        run: () =>
+          request(`${b}/vcons/${pick()}/analysis`, {
+            method: 'POST',
+            json: { type: 'note', vendor: 'soak', body: `note ${word()}`, encoding: 'none' },
+            timeoutMs: TIMEOUT_MS,
+          }),
+      },
     ];
     const total = ops.reduce((s, o) => s + o.weight, 0);
     const choose = () => {
@@ -109,8 +126,19 @@ describe(`soak: ${CONNECTIONS} connections for ${SECONDS} s`, () => {
       requests,
       errors: errorCount,
       rps: Math.round(requests / ((Date.now() - t0) / 1000)),
-      rss_mib: { initial: mib(rss[0].kib), start: mib(at(0.1)), middle: mib(at(0.5)), end: mib(rss[rss.length - 1].kib), max: mib(Math.max(...rss.map((r) => r.kib))) },
-      ops: Object.fromEntries([...stats].map(([k, v]) => [k, { count: v.count, errors: v.errors, p50_ms: Math.round(percentile(v.ms, 50)), p99_ms: Math.round(percentile(v.ms, 99)) }])),
+      rss_mib: {
+        initial: mib(rss[0].kib),
+        start: mib(at(0.1)),
+        middle: mib(at(0.5)),
+        end: mib(rss[rss.length - 1].kib),
+        max: mib(Math.max(...rss.map((r) => r.kib))),
+      },
+      ops: Object.fromEntries(
+        [...stats].map(([k, v]) => [
+          k,
+          { count: v.count, errors: v.errors, p50_ms: Math.round(percentile(v.ms, 50)), p99_ms: Math.round(percentile(v.ms, 99)) },
+        ]),
+      ),
       stored_vcons: uuids.length,
     };
     console.log(`[hardening] soak: ${JSON.stringify(report)}`);

@@ -17,7 +17,10 @@ const unescapePointer = (s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~')
 export function resolvePointer(doc: Json, ref: string): unknown {
   if (!ref.startsWith('#')) return undefined;
   let node: any = doc;
-  for (const seg of ref.slice(1).split('/').filter((s, i) => i > 0 || s !== '')) {
+  for (const seg of ref
+    .slice(1)
+    .split('/')
+    .filter((s, i) => i > 0 || s !== '')) {
     if (node === null || typeof node !== 'object') return undefined;
     const key = unescapePointer(seg);
     if (!(key in node)) return undefined;
@@ -66,7 +69,8 @@ export function checkOpenApiDocument(doc: Json): string[] {
   for (const [name, s] of Object.entries<any>(schemes)) {
     if (!['apiKey', 'http', 'mutualTLS', 'oauth2', 'openIdConnect'].includes(s?.type)) fail(`securitySchemes.${name}`, `bad type ${s?.type}`);
     if (s?.type === 'http' && typeof s.scheme !== 'string') fail(`securitySchemes.${name}`, 'http needs scheme');
-    if (s?.type === 'apiKey' && (typeof s.name !== 'string' || !['query', 'header', 'cookie'].includes(s.in))) fail(`securitySchemes.${name}`, 'apiKey needs name and in');
+    if (s?.type === 'apiKey' && (typeof s.name !== 'string' || !['query', 'header', 'cookie'].includes(s.in)))
+      fail(`securitySchemes.${name}`, 'apiKey needs name and in');
   }
   const checkSecurity = (sec: unknown, where: string) => {
     if (sec === undefined) return;
@@ -208,7 +212,9 @@ export function createResponseChecker(doc: Json) {
     const validate = ajv.getSchema(`${DOC_ID}${pointer}`);
     if (!validate) return [`no schema at ${pointer}`];
     if (validate(body)) return [];
-    return (validate.errors ?? []).slice(0, 8).map((e) => `${e.instancePath || '(body)'} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`);
+    return (validate.errors ?? [])
+      .slice(0, 8)
+      .map((e) => `${e.instancePath || '(body)'} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`);
   };
 
   return {
@@ -218,7 +224,8 @@ export function createResponseChecker(doc: Json) {
       const label = `${x.method} ${x.path} → ${x.status}`;
       if (!op) return [`${label}: no operation in the document`];
       const key = `${op.method.toUpperCase()} ${op.template}`;
-      const declared = op.operation.responses[String(x.status)] ?? op.operation.responses[`${String(x.status)[0]}XX`] ?? op.operation.responses.default;
+      const declared =
+        op.operation.responses[String(x.status)] ?? op.operation.responses[`${String(x.status)[0]}XX`] ?? op.operation.responses.default;
       if (!declared) return [`${label}: status ${x.status} not declared for ${key} (declared: ${Object.keys(op.operation.responses).join(', ')})`];
       if (!seen.has(key)) seen.set(key, new Set());
       seen.get(key)!.add(x.status);
@@ -229,7 +236,8 @@ export function createResponseChecker(doc: Json) {
         return x.body === undefined || x.body === '' ? [] : [`${label}: ${key} declares no body, got ${JSON.stringify(x.body).slice(0, 200)}`];
       }
       const mediaType = (x.contentType ?? '').split(';')[0].trim().toLowerCase();
-      if (!(mediaType in response.content)) return [`${label}: content type ${mediaType || '(none)'} not declared (${Object.keys(response.content).join(', ')})`];
+      if (!(mediaType in response.content))
+        return [`${label}: content type ${mediaType || '(none)'} not declared (${Object.keys(response.content).join(', ')})`];
       return validateAt(`${ptrBase}/content/${escapePointer(mediaType)}/schema`, x.body).map((m) => `${label}: ${m}`);
     },
 

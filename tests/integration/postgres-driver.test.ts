@@ -15,7 +15,11 @@ import { databaseUrl } from '../helpers/db.js';
 const run = promisify(execFile);
 const SCRIPT = join(import.meta.dirname, '../../scripts/patch-postgres.mjs');
 
-interface Patch { name: string; mark: string; edits: { from: string; to: string }[] }
+interface Patch {
+  name: string;
+  mark: string;
+  edits: { from: string; to: string }[];
+}
 interface PatchModule {
   PINNED_VERSION: string;
   CONNECTION_FILES: string[];
@@ -87,7 +91,11 @@ describe('the postgres.js patch', () => {
   });
 
   it('fails the install when the pinned version does not hold the code it edits', async () => {
-    const r = await runScript(fakePackage('changed-code', mod.PINNED_VERSION, (t) => unpatch(t).replace('result = new Result()\n    connectTimer', 'result = new Result();\n    connectTimer')));
+    const r = await runScript(
+      fakePackage('changed-code', mod.PINNED_VERSION, (t) =>
+        unpatch(t).replace('result = new Result()\n    connectTimer', 'result = new Result();\n    connectTimer'),
+      ),
+    );
     expect(r.code).toBe(1);
     expect(r.out).toContain('row-count reset');
   });
@@ -123,7 +131,11 @@ describe('a query that fails half-way through its rows', () => {
     try {
       const boom = (db: postgres.Sql) => db`select i, 1 / (4 - i) as boom from generate_series(1, 10) i`;
       const ops = Array.from({ length: 400 }, (_, i) => {
-        if (i % 4 === 0) return boom(pool).then(() => `query ${i}: no error`, (e: Error) => (/division by zero/.test(e.message) ? 'ok' : e.message));
+        if (i % 4 === 0)
+          return boom(pool).then(
+            () => `query ${i}: no error`,
+            (e: Error) => (/division by zero/.test(e.message) ? 'ok' : e.message),
+          );
         const n = (i % 7) + 1;
         return pool`select x, ${i}::int as tag from generate_series(1, ${n}::int) x`.then((rows) => {
           const good = rows.length === n && rows.every((r, k) => r.x === k + 1 && r.tag === i);

@@ -13,7 +13,7 @@ afterAll(async () => {
 const doc = (subject: string) => ({ uuid: '11111111-1111-4111-8111-111111111111', subject });
 
 describe('schema pinning', () => {
-  it('two pools in two schemas never see each other\'s rows, across pooled connections', async () => {
+  it("two pools in two schemas never see each other's rows, across pooled connections", async () => {
     await a.sql`insert into vcons (uuid, doc, subject, created_at) values (${doc('A').uuid}, ${doc('A') as never}::json, 'A', now())`;
     await b.sql`insert into vcons (uuid, doc, subject, created_at) values (${doc('B').uuid}, ${doc('B') as never}::json, 'B', now())`;
     // Many concurrent queries spread over every pooled connection.

@@ -24,7 +24,9 @@ describe('graceful shutdown', () => {
     // Every acknowledged create is stored, whole.
     const admin = adminSql();
     try {
-      const rows = await admin.unsafe(`select uuid::text, subject, (select count(*) from "${schema}".search_units u where u.vcon_uuid = v.uuid)::int as units from "${schema}".vcons v`);
+      const rows = await admin.unsafe(
+        `select uuid::text, subject, (select count(*) from "${schema}".search_units u where u.vcon_uuid = v.uuid)::int as units from "${schema}".vcons v`,
+      );
       const byId = new Map(rows.map((r: any) => [r.uuid, r]));
       for (const r of results) {
         expect(byId.get(r.body.uuid)?.units).toBe(1);

@@ -36,7 +36,9 @@ describe('connection budget', () => {
   test('check gives each group its share and shows pool and connections per group', async () => {
     const r = await ws.run(['check']);
     expect(r.exitCode, r.stdout + r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/connection budget of postgres@127\.0\.0\.1:\d+\/postgres: 12 of 20 connections for 3 group\(s\) \(3 superuser-reserved, 3 kept for operators\)/);
+    expect(r.stdout).toMatch(
+      /connection budget of postgres@127\.0\.0\.1:\d+\/postgres: 12 of 20 connections for 3 group\(s\) \(3 superuser-reserved, 3 kept for operators\)/,
+    );
     for (const g of ['alpha', 'beta', 'gamma']) expect(r.stdout).toContain(`${g}: pool 4 (budget share), 0 connection(s) held now`);
   });
 
@@ -47,7 +49,9 @@ describe('connection budget', () => {
       const r = await ws.run(['check']);
       expect(r.exitCode).toBe(1);
       expect(r.stdout).toContain('FAIL  connection budget of');
-      expect(r.stdout).toMatch(/3 groups need at least 17 connections but only 14 are available \(max_connections 20 − superuser_reserved_connections 3 − reserve 3 \(DB_RESERVED_CONNECTIONS\)\)/);
+      expect(r.stdout).toMatch(
+        /3 groups need at least 17 connections but only 14 are available \(max_connections 20 − superuser_reserved_connections 3 − reserve 3 \(DB_RESERVED_CONNECTIONS\)\)/,
+      );
       expect(r.stdout).toContain('alpha 8 (DB_POOL_MAX), beta 8 (DB_POOL_MAX), gamma 1');
       // start refuses the same way, before anything runs.
       const s = await ws.run(['start', '--all', '--detach']);

@@ -87,7 +87,8 @@ describe('env validation', () => {
   });
 
   test('check passes on a clean directory', async () => {
-    for (const f of ['badport', 'badschema', 'twin', 'p1', 'p2', 'typo', 'nokeys', 'stdio', 'pigeon']) ws.writeEnv(f, { SUPABASE_DB_SCHEMA: `l_${f}_ok` });
+    for (const f of ['badport', 'badschema', 'twin', 'p1', 'p2', 'typo', 'nokeys', 'stdio', 'pigeon'])
+      ws.writeEnv(f, { SUPABASE_DB_SCHEMA: `l_${f}_ok` });
     const r = await ws.run(['check']);
     expect(r.exitCode, r.stdout).toBe(0);
     expect(r.stdout).toContain('file(s) valid');
@@ -122,7 +123,11 @@ describe('committed env files', () => {
 
   test('env/demo.env and env/example.env pass check', async () => {
     const { execa } = await import('execa');
-    const r = await execa(process.execPath, [CLI, 'check', '--env-dir', path.join(packageRoot, 'env')], { env: cliEnv(), extendEnv: false, reject: false });
+    const r = await execa(process.execPath, [CLI, 'check', '--env-dir', path.join(packageRoot, 'env')], {
+      env: cliEnv(),
+      extendEnv: false,
+      reject: false,
+    });
     expect(r.stdout).toMatch(/ok\s+\S*demo\.env: schema demo, label demo, any free port, database embedded/);
     expect(r.stdout).toMatch(/ok\s+\S*example\.env: documentation/);
   });

@@ -54,7 +54,20 @@ describe('vcon-launch start --detach / status / stop', () => {
     mkdirSync(ws.instancesDir, { recursive: true });
     writeFileSync(
       path.join(ws.instancesDir, 'ghost.json'),
-      JSON.stringify({ group: 'ghost', pid: 4_000_000, url: 'http://127.0.0.1:1', port: 1, schema: 'ghost', label: null, env_file: 'x', started_at: new Date().toISOString(), database: 'x', supervisor_pid: null, log_file: null, api_base_path: '/api/v1' }),
+      JSON.stringify({
+        group: 'ghost',
+        pid: 4_000_000,
+        url: 'http://127.0.0.1:1',
+        port: 1,
+        schema: 'ghost',
+        label: null,
+        env_file: 'x',
+        started_at: new Date().toISOString(),
+        database: 'x',
+        supervisor_pid: null,
+        log_file: null,
+        api_base_path: '/api/v1',
+      }),
     );
     const r = await ws.run(['status', '--json']);
     expect(r.exitCode, r.stderr).toBe(0);

@@ -71,7 +71,13 @@ describe('vcon-launch export --target kubernetes', () => {
     expect(c.command).toEqual(['vcon-server']);
     expect(c.envFrom).toEqual([{ secretRef: { name: 'vcon-acme' } }]);
     const env = Object.fromEntries(c.env.map((e: { name: string; value: string }) => [e.name, e.value]));
-    expect(env).toMatchObject({ MCP_TRANSPORT: 'http', MCP_HTTP_HOST: '0.0.0.0', MCP_HTTP_PORT: '3000', MCP_HTTP_STATELESS: 'true', SUPABASE_DB_SCHEMA: ws.schemas.acme });
+    expect(env).toMatchObject({
+      MCP_TRANSPORT: 'http',
+      MCP_HTTP_HOST: '0.0.0.0',
+      MCP_HTTP_PORT: '3000',
+      MCP_HTTP_STATELESS: 'true',
+      SUPABASE_DB_SCHEMA: ws.schemas.acme,
+    });
     // Secrets stay out of the plain env.
     expect(env.API_KEYS).toBeUndefined();
     expect(env.DATABASE_URL).toBeUndefined();
@@ -82,7 +88,8 @@ describe('vcon-launch export --target kubernetes', () => {
     expect(service.spec.selector).toEqual(spec.selector.matchLabels);
 
     const beta = docsOf(path.join(out, 'Beta.team.yaml'));
-    for (const d of beta) (d.kind === 'Secret' ? new Secret(d as any) : d.kind === 'Service' ? new Service(d as any) : new Deployment(d as any)).validate();
+    for (const d of beta)
+      (d.kind === 'Secret' ? new Secret(d as any) : d.kind === 'Service' ? new Service(d as any) : new Deployment(d as any)).validate();
     expect(beta[0].metadata.name).toBe('vcon-beta-team');
     expect(beta[0].stringData.DATABASE_URL).toBe('postgres://vcon:CHANGE_ME@postgres:5432/vcon');
     const bc = beta[1].spec.template.spec.containers[0];
@@ -179,7 +186,10 @@ describe('Dockerfile', () => {
     const pkg = JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     for (const spec of Object.values(pkg.dependencies).filter((v) => v.startsWith('file:'))) {
       const dir = spec.slice('file:'.length);
-      expect(runtime.slice(0, ci).some((l) => l.startsWith('COPY ') && l.split(/\s+/)[1] === dir), `COPY ${dir} before npm ci`).toBe(true);
+      expect(
+        runtime.slice(0, ci).some((l) => l.startsWith('COPY ') && l.split(/\s+/)[1] === dir),
+        `COPY ${dir} before npm ci`,
+      ).toBe(true);
     }
     // What the runtime stage takes from the build stage is what `npm ci` (prepare) produces.
     expect(existsSync(path.join(packageRoot, 'dist', 'src', 'main.js'))).toBe(true);

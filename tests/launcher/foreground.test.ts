@@ -12,7 +12,13 @@ function childPidsOf(ppid: number): number[] {
     .filter((d) => /^\d+$/.test(d))
     .filter((d) => {
       try {
-        return Number(readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]) === ppid;
+        return (
+          Number(
+            readFileSync(`/proc/${d}/stat`, 'utf8')
+              .replace(/^.*\) /, '')
+              .split(' ')[1],
+          ) === ppid
+        );
       } catch {
         return false;
       }
@@ -104,12 +110,16 @@ describe('vcon-launch start (foreground)', () => {
     })();
     // How fast the restart is belongs to tests/hardening/launcher-crash.test.ts (under load, < 2 s).
     process.kill(before.alpha.pid, 'SIGKILL');
-    const after = await waitFor(async () => {
-      const e = ws.registry().alpha;
-      if (!e || e.pid === before.alpha.pid) return undefined;
-      const h = await api(`${e.url}/api/v1`, '/health').catch(() => ({ status: 0 }));
-      return h.status === 200 ? e : undefined;
-    }, 30_000, 20);
+    const after = await waitFor(
+      async () => {
+        const e = ws.registry().alpha;
+        if (!e || e.pid === before.alpha.pid) return undefined;
+        const h = await api(`${e.url}/api/v1`, '/health').catch(() => ({ status: 0 }));
+        return h.status === 200 ? e : undefined;
+      },
+      30_000,
+      20,
+    );
     probing = false;
     await probe;
     expect(after.pid).not.toBe(before.alpha.pid);
@@ -145,7 +155,13 @@ describe('a foreground supervisor whose groups are stopped from elsewhere', () =
 
   test('exits once `vcon-launch stop` has stopped its only group, standby included', async () => {
     ws = createWorkspace(['solo']);
-    const launcher = execa(process.execPath, [CLI, 'start', '--group', 'solo'], { cwd: ws.dir, env: cliEnv(), extendEnv: false, reject: false, buffer: false });
+    const launcher = execa(process.execPath, [CLI, 'start', '--group', 'solo'], {
+      cwd: ws.dir,
+      env: cliEnv(),
+      extendEnv: false,
+      reject: false,
+      buffer: false,
+    });
     let stderr = '';
     launcher.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     try {

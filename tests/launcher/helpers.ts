@@ -38,7 +38,12 @@ export function createWorkspace(groups: string[], extra: Record<string, Record<s
   mkdirSync(envDir);
   const schemas: Record<string, string> = {};
   const writeEnv = (name: string, lines: Record<string, string>) =>
-    writeFileSync(path.join(envDir, `${name}.env`), Object.entries(lines).map(([k, v]) => `${k}=${v}`).join('\n') + '\n');
+    writeFileSync(
+      path.join(envDir, `${name}.env`),
+      Object.entries(lines)
+        .map(([k, v]) => `${k}=${v}`)
+        .join('\n') + '\n',
+    );
   writeEnv('shared', { DATABASE_URL: databaseUrl(), API_KEYS: KEY, LOG_LEVEL: 'warn', EMBEDDINGS_PROVIDER: 'hashing' });
   for (const g of groups) {
     schemas[g] = testSchemaName(`l_${g}`);

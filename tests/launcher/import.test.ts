@@ -40,7 +40,9 @@ describe('vcon-launch import', () => {
 
     // The expectation: files sharing a uuid are skipped but the last; every other file posted
     // alone, in sorted order, to a fresh schema.
-    const files = readdirSync(FIXTURES).filter((f) => /\.(json|vcon)$/.test(f)).sort();
+    const files = readdirSync(FIXTURES)
+      .filter((f) => /\.(json|vcon)$/.test(f))
+      .sort();
     const byUuid = new Map<string, string[]>();
     for (const f of files) {
       const u = uuidInFile(f);
@@ -51,13 +53,23 @@ describe('vcon-launch import', () => {
     const expected: Record<string, string> = {};
     for (const [, fs] of shared) for (const f of fs.slice(0, -1)) expected[f] = 'skipped';
     for (const f of files.filter((f) => !expected[f])) {
-      const res = await reference.api('/vcons', { method: 'POST', body: readFileSync(path.join(FIXTURES, f), 'utf8'), headers: { 'content-type': 'application/json' } });
+      const res = await reference.api('/vcons', {
+        method: 'POST',
+        body: readFileSync(path.join(FIXTURES, f), 'utf8'),
+        headers: { 'content-type': 'application/json' },
+      });
       expected[f] = res.status === 201 ? 'stored' : res.status === 200 ? 'replaced' : 'rejected';
     }
     const actual = Object.fromEntries(report.outcomes.map((o: any) => [path.basename(o.source), o.outcome]));
     expect(actual).toEqual(expected);
     const count = (o: string) => Object.values(expected).filter((x) => x === o).length;
-    expect(report).toMatchObject({ files: files.length, stored: count('stored'), replaced: count('replaced'), rejected: count('rejected'), skipped: count('skipped') });
+    expect(report).toMatchObject({
+      files: files.length,
+      stored: count('stored'),
+      replaced: count('replaced'),
+      rejected: count('rejected'),
+      skipped: count('skipped'),
+    });
     // Each collision is named with every file and the one stored.
     expect(report.collisions.map((c: any) => [c.uuid, c.sources.map((x: string) => path.basename(x)), path.basename(c.kept)]).sort()).toEqual(
       shared.map(([u, fs]) => [u, fs, fs.at(-1)]).sort(),
@@ -78,7 +90,9 @@ describe('vcon-launch import', () => {
     expect(n('replaced')).toBeGreaterThan(0);
     expect(r.stdout).toMatch(/^ {2}skipped {2}\d+ \(another file of this import has the same uuid; the last in path order is stored\)$/m);
     // The IETF plain, JWE and JWS forms of one vCon: every file named, and the one stored.
-    expect(r.stdout).toMatch(/^ {4}uuid [0-9a-f-]{36}: \S+ab_call_ext_rec__external-url-content_hash\.json, \S+jwe-encrypted-form\.json, \S+jws-signed-form\.json -> stored \S+jws-signed-form\.json$/m);
+    expect(r.stdout).toMatch(
+      /^ {4}uuid [0-9a-f-]{36}: \S+ab_call_ext_rec__external-url-content_hash\.json, \S+jwe-encrypted-form\.json, \S+jws-signed-form\.json -> stored \S+jws-signed-form\.json$/m,
+    );
     expect(r.stdout).toMatch(/^ {2}\d+ vCon\(s\) without a uuid got one derived from their content/m);
     expect(r.stdout).toMatch(/invalid__conserver__bad_party_ref\.json: validation_failed: /);
     expect(r.stderr).toMatch(/\d+ vCon\(s\) rejected/);
@@ -87,13 +101,21 @@ describe('vcon-launch import', () => {
   test('a file without a uuid is stored under the name-based uuid of its canonical JSON, whatever its key order', async () => {
     const dir = path.join(ws.dir, 'nouuid');
     mkdirSync(dir);
-    const vcon = { vcon: '0.3.0', subject: 'Billing Dispute (no uuid)', parties: [{ name: 'Ann', tel: '+15551230000' }], created_at: '2025-02-01T10:00:00Z' };
+    const vcon = {
+      vcon: '0.3.0',
+      subject: 'Billing Dispute (no uuid)',
+      parties: [{ name: 'Ann', tel: '+15551230000' }],
+      created_at: '2025-02-01T10:00:00Z',
+    };
     writeFileSync(path.join(dir, 'a.json'), JSON.stringify(vcon));
     const first = JSON.parse((await ws.run(['import', '--group', 'imp', dir, '--json'])).stdout);
     const uuid = contentUuid(vcon);
     expect(first.outcomes).toEqual([{ source: path.join(dir, 'a.json'), outcome: 'stored', uuid }]);
     // The same vCon with its keys in another order is the same content: replaced, not copied.
-    writeFileSync(path.join(dir, 'a.json'), JSON.stringify({ created_at: vcon.created_at, parties: vcon.parties, subject: vcon.subject, vcon: '0.3.0' }));
+    writeFileSync(
+      path.join(dir, 'a.json'),
+      JSON.stringify({ created_at: vcon.created_at, parties: vcon.parties, subject: vcon.subject, vcon: '0.3.0' }),
+    );
     const again = JSON.parse((await ws.run(['import', '--group', 'imp', dir, '--json'])).stdout);
     expect(again).toMatchObject({ stored: 0, replaced: 1, derived_uuids: 1 });
     // Stored under that uuid, and the rest of the document as the file had it.
@@ -110,7 +132,7 @@ describe('vcon-launch import', () => {
 });
 
 describe('content uuid', () => {
-  test('is RFC 9562 version 5 (the RFC\'s DNS example) over key-sorted JSON', () => {
+  test("is RFC 9562 version 5 (the RFC's DNS example) over key-sorted JSON", () => {
     expect(uuidV5('www.example.com', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe('2ed6657d-e927-568b-95e1-2665a8aea6a2');
     expect(canonicalJson({ b: [2, { d: 1, c: null }], a: 'x' })).toBe('{"a":"x","b":[2,{"c":null,"d":1}]}');
     expect(contentUuid({ a: 1, b: 2 })).toBe(contentUuid({ b: 2, a: 1 }));

@@ -68,7 +68,8 @@ async function tool(base: string, name: string, args: Record<string, unknown>): 
     body: JSON.stringify({ jsonrpc: '2.0', id: tally.requests, method: 'tools/call', params: { name, arguments: args } }),
   });
   const body = (await res.json()) as any;
-  if (res.status !== 200 || body.error || body.result?.isError) tally.failures.push(`tool ${name} via ${base}: ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
+  if (res.status !== 200 || body.error || body.result?.isError)
+    tally.failures.push(`tool ${name} via ${base}: ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
   return body.result?.structuredContent;
 }
 
@@ -134,14 +135,23 @@ describe('three replicas of one group and one of another, on one PostgreSQL', ()
     const appended = await inParallel(
       targets.flatMap((uuid) =>
         Array.from({ length: 5 }, (_, k) => async () => {
-          const r = await api(next(), 'POST', `/vcons/${uuid}/dialog`, { type: 'text', start: '2025-03-01T10:05:00Z', parties: [1], body: `follow-up ${k}`, encoding: 'none' });
+          const r = await api(next(), 'POST', `/vcons/${uuid}/dialog`, {
+            type: 'text',
+            start: '2025-03-01T10:05:00Z',
+            parties: [1],
+            body: `follow-up ${k}`,
+            encoding: 'none',
+          });
           return { uuid, index: r.body?.index as number };
         }),
       ),
       20,
     );
     for (const uuid of targets) {
-      const indexes = appended.filter((a) => a.uuid === uuid).map((a) => a.index).sort((a, b) => a - b);
+      const indexes = appended
+        .filter((a) => a.uuid === uuid)
+        .map((a) => a.index)
+        .sort((a, b) => a - b);
       expect(indexes, uuid).toEqual([1, 2, 3, 4, 5]);
     }
 
@@ -204,7 +214,9 @@ describe('three replicas of one group and one of another, on one PostgreSQL', ()
         const via = replicas.find((r) => r !== w.via)!;
         // The whole conversation as the query: every vCon here differs from the others by one made-up
         // word, which a whole-conversation vector weighs little, so a one-word query is no test of it.
-        const res = await fetch(`${via}/api/v1/vcons/search/semantic?q=${encodeURIComponent(w.text)}&limit=20`, { headers: { authorization: `Bearer ${KEY}` } });
+        const res = await fetch(`${via}/api/v1/vcons/search/semantic?q=${encodeURIComponent(w.text)}&limit=20`, {
+          headers: { authorization: `Bearer ${KEY}` },
+        });
         expect(res.status).toBe(200);
         const found = (((await res.json()) as any).results ?? []).some((x: { uuid: string }) => x.uuid === uuid);
         if (found) break;
@@ -218,14 +230,20 @@ describe('three replicas of one group and one of another, on one PostgreSQL', ()
     expect(list.body.data).toEqual([]);
     const probe = await fetch(`${other}/api/v1/vcons/${creates[0]}`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(probe.status).toBe(404);
-    const search = await fetch(`${other}/api/v1/vcons/search/content?q=${written.get(creates[0])!.word}`, { headers: { authorization: `Bearer ${KEY}` } });
+    const search = await fetch(`${other}/api/v1/vcons/search/content?q=${written.get(creates[0])!.word}`, {
+      headers: { authorization: `Bearer ${KEY}` },
+    });
     expect(((await search.json()) as any).results).toEqual([]);
   }, 300_000);
 
   it('stop --group stops every replica of the group and only those', async () => {
     const r = await ws.run(['stop', '--group', 'rep', '--instances-dir', ws.instancesDir]);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout.trim().split('\n').sort()).toEqual([expect.stringMatching(/^rep@1: stopped/), expect.stringMatching(/^rep@2: stopped/), expect.stringMatching(/^rep@3: stopped/)]);
+    expect(r.stdout.trim().split('\n').sort()).toEqual([
+      expect.stringMatching(/^rep@1: stopped/),
+      expect.stringMatching(/^rep@2: stopped/),
+      expect.stringMatching(/^rep@3: stopped/),
+    ]);
     const rows = JSON.parse((await ws.run(['status', '--json', '--instances-dir', ws.instancesDir])).stdout) as Row[];
     expect(rows.map((x) => x.group)).toEqual(['other']);
   });

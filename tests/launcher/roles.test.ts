@@ -58,7 +58,10 @@ describe('per-group roles by default', () => {
     const creds = path.join(ws.instancesDir, 'credentials', 'ra.json');
     expect(statSync(creds).mode & 0o077).toBe(0);
     expect(statSync(path.dirname(creds)).mode & 0o077).toBe(0);
-    expect(JSON.parse(readFileSync(creds, 'utf8'))).toMatchObject({ role: `vcon_${ws.schemas.ra}`, password: expect.stringMatching(/^[0-9a-f]{48}$/) });
+    expect(JSON.parse(readFileSync(creds, 'utf8'))).toMatchObject({
+      role: `vcon_${ws.schemas.ra}`,
+      password: expect.stringMatching(/^[0-9a-f]{48}$/),
+    });
   }, 60_000);
 
   test('rotate refuses a running group, then gives a stopped one new passwords it starts with', async () => {
@@ -110,10 +113,18 @@ describe('without the power to create roles', () => {
 
   test('check and start say the groups share one identity; status shows it', async () => {
     const c = await ws.run(['check']);
-    expect(c.stdout).toMatch(new RegExp(`na\\.env: .*connects as ${user} \\(shared\\)\\n\\s+warning: groups on this database share one identity \\(${user} may not create roles\\): isolation rests on the application only`));
+    expect(c.stdout).toMatch(
+      new RegExp(
+        `na\\.env: .*connects as ${user} \\(shared\\)\\n\\s+warning: groups on this database share one identity \\(${user} may not create roles\\): isolation rests on the application only`,
+      ),
+    );
     const r = await ws.run(['start', '--all', '--detach']);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(new RegExp(`group na connects as ${user} \\(${user} may not create roles\\): groups on this database share one identity, and isolation rests on the application only`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `group na connects as ${user} \\(${user} may not create roles\\): groups on this database share one identity, and isolation rests on the application only`,
+      ),
+    );
     const st = JSON.parse((await ws.run(['status', '--json'])).stdout) as { role: string }[];
     expect(st.map((s) => s.role)).toEqual([user, user]);
   }, 60_000);
@@ -137,9 +148,14 @@ describe('a superuser shared by groups', () => {
     expect(refused.stderr).toMatch(/group sa would connect as superuser postgres to a database other groups use \(schemas [^)]+\)/);
     expect(refused.stderr).toContain('VCON_LAUNCH_ALLOW_SHARED_SUPERUSER=yes');
     expect(ws.registry()).toEqual({});
-    const allowed = await ws.run(['start', '--group', 'sa', '--group', 'sb', '--detach'], { env: { ...off, VCON_LAUNCH_ALLOW_SHARED_SUPERUSER: 'yes' } });
+    const allowed = await ws.run(['start', '--group', 'sa', '--group', 'sb', '--detach'], {
+      env: { ...off, VCON_LAUNCH_ALLOW_SHARED_SUPERUSER: 'yes' },
+    });
     expect(allowed.exitCode, allowed.stderr).toBe(0);
     const st = JSON.parse((await ws.run(['status', '--json'])).stdout) as { group: string; role: string }[];
-    expect(st.map((s) => [s.group, s.role])).toEqual([['sa', 'postgres'], ['sb', 'postgres']]);
+    expect(st.map((s) => [s.group, s.role])).toEqual([
+      ['sa', 'postgres'],
+      ['sb', 'postgres'],
+    ]);
   }, 60_000);
 });

@@ -10,7 +10,9 @@ type HookCall = { name: string; transport?: string; scope?: string; keyId: strin
 const keyIdOf = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 16);
 const hookCalls = () => ((globalThis as any).__mcpHookCalls ??= []) as HookCall[];
 
-const READ_TOOLS = TOOLS.filter((t) => t.scope === 'read').map((t) => t.name).sort();
+const READ_TOOLS = TOOLS.filter((t) => t.scope === 'read')
+  .map((t) => t.name)
+  .sort();
 const ALL_TOOLS = TOOLS.map((t) => t.name).sort();
 
 let s: TestServer;
@@ -29,7 +31,10 @@ afterAll(async () => {
 const sample = (subject: string) => ({
   vcon: '0.3.0',
   subject,
-  parties: [{ name: 'Alice Caller', tel: '+15550001111' }, { name: 'Bob Agent', mailto: 'bob@example.com' }],
+  parties: [
+    { name: 'Alice Caller', tel: '+15550001111' },
+    { name: 'Bob Agent', mailto: 'bob@example.com' },
+  ],
   dialog: [{ type: 'text', start: '2025-01-02T10:00:00Z', parties: [0, 1], body: 'I would like a refund for my broken kettle', encoding: 'none' }],
 });
 
@@ -55,7 +60,12 @@ describe('MCP over Streamable HTTP', () => {
     expect(rw.client.getServerVersion()).toMatchObject({ name: 'vcon-launch', version: getBuildInfo().version });
     const write = (await rw.client.listTools()).tools;
     const read = (await ro.client.listTools()).tools;
-    expect(write.map((t) => t.name).filter((n) => n !== 'plugin_whoami').sort()).toEqual(ALL_TOOLS);
+    expect(
+      write
+        .map((t) => t.name)
+        .filter((n) => n !== 'plugin_whoami')
+        .sort(),
+    ).toEqual(ALL_TOOLS);
     expect(write.map((t) => t.name)).toContain('plugin_whoami');
     expect(read.map((t) => t.name).sort()).toEqual(READ_TOOLS);
     expect(read.map((t) => t.name)).not.toContain('plugin_whoami');
@@ -97,8 +107,12 @@ describe('MCP over Streamable HTTP', () => {
     expect((await tool('list_vcons', { limit: 5 })).data.map((v: any) => v.uuid)).toContain(uuid);
     expect((await tool('search_vcons', { subject: 'kettle', party_name: 'alice' })).data.map((v: any) => v.uuid)).toEqual([uuid]);
     expect((await tool('update_vcon', { uuid, updates: { subject: 'Kettle refund (updated)' } })).vcon.subject).toBe('Kettle refund (updated)');
-    expect(await tool('add_dialog', { uuid, dialog: { type: 'text', parties: [1], body: 'Refund approved', encoding: 'none' } })).toMatchObject({ index: 1 });
-    expect(await tool('add_analysis', { uuid, analysis: { type: 'summary', vendor: 'tests', body: 'Customer asked for a refund' } })).toMatchObject({ index: 0 });
+    expect(await tool('add_dialog', { uuid, dialog: { type: 'text', parties: [1], body: 'Refund approved', encoding: 'none' } })).toMatchObject({
+      index: 1,
+    });
+    expect(await tool('add_analysis', { uuid, analysis: { type: 'summary', vendor: 'tests', body: 'Customer asked for a refund' } })).toMatchObject({
+      index: 0,
+    });
     expect(await tool('add_attachment', { uuid, attachment: { purpose: 'invoice', encoding: 'none', body: 'INV-1' } })).toMatchObject({ index: 0 });
     expect((await tool('get_analysis', { uuid, type: 'summary' })).count).toBe(1);
     expect((await tool('get_attachments', { uuid, purpose: 'invoice' })).attachments[0].body).toBe('INV-1');
@@ -220,7 +234,9 @@ describe('MCP over Streamable HTTP', () => {
   it('runs plugin hooks on tool calls with the session context, and plugin tools with it too', async () => {
     hookCalls().length = 0;
     const { structuredContent: c } = await rw.call('create_vcon', { vcon: sample('SECRET-SUBJECT') });
-    expect(hookCalls().filter((h) => h.name === 'beforeCreate')).toEqual([{ name: 'beforeCreate', transport: 'mcp', scope: 'write', keyId: keyIdOf(KEY) }]);
+    expect(hookCalls().filter((h) => h.name === 'beforeCreate')).toEqual([
+      { name: 'beforeCreate', transport: 'mcp', scope: 'write', keyId: keyIdOf(KEY) },
+    ]);
     // afterRead redacts on every read path of the read-only session too.
     expect((await ro.call('get_vcon', { uuid: c.uuid })).structuredContent.vcon.subject).toBe('[redacted by mcp-plugin]');
     const res = await ro.client.readResource({ uri: `vcon://v1/vcons/${c.uuid}` });
@@ -241,7 +257,12 @@ describe('MCP over Streamable HTTP', () => {
 
 describe('MCP HTTP sessions', () => {
   it('authenticates like REST: 401 without or with a bad key, in the REST error format', async () => {
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    };
     const none = await rawPost({}, init);
     expect(none.status).toBe(401);
     expect(none.body).toMatchObject({ success: false, error: 'unauthorized', message: 'API key missing' });
@@ -251,7 +272,10 @@ describe('MCP HTTP sessions', () => {
     await expect(connectHttp(s.instance.url!, 'nope')).rejects.toThrow();
     const noSession = await rawPost({ authorization: `Bearer ${KEY}` }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
     expect(noSession.status).toBe(400);
-    const unknown = await rawPost({ authorization: `Bearer ${KEY}`, 'mcp-session-id': 'no-such-session' }, { jsonrpc: '2.0', id: 3, method: 'tools/list' });
+    const unknown = await rawPost(
+      { authorization: `Bearer ${KEY}`, 'mcp-session-id': 'no-such-session' },
+      { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+    );
     expect(unknown.status).toBe(404);
   });
 

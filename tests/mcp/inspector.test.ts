@@ -34,8 +34,7 @@ async function inspect(args: string[]): Promise<{ report: InspectorReport; stder
 }
 
 /** The findings as readable lines, so a failure names each tool, path and rule. */
-const findingsOf = (r: InspectorReport) =>
-  (r.schemaFindings ?? []).flatMap((t) => t.findings.map((f) => `${t.toolName} ${f.path}: ${f.rule}`));
+const findingsOf = (r: InspectorReport) => (r.schemaFindings ?? []).flatMap((t) => t.findings.map((f) => `${t.toolName} ${f.path}: ${f.rule}`));
 
 const writeTools = TOOLS.map((t) => t.name);
 const readTools = TOOLS.filter((t) => t.scope === 'read').map((t) => t.name);
@@ -74,13 +73,17 @@ describe('MCP Inspector --strict, Streamable HTTP', () => {
   it.each([
     ['read-write', KEY, writeTools],
     ['read-only', RO_KEY, readTools],
-  ])('%s key: the offered tools have no schema-portability finding', async (_label, key, expected) => {
-    const url = `${srv.instance.url}/mcp`;
-    const { report, stderr } = await inspect(['--transport', 'http', '--server-url', url, '--header', `Authorization: Bearer ${key}`]);
-    const names = report.result.tools.map((t) => t.name);
-    expect(names).toEqual(expect.arrayContaining(expected));
-    if (key === RO_KEY) expect(names.filter((n) => !readTools.includes(n))).toEqual([]);
-    expect(findingsOf(report)).toEqual([]);
-    expect(stderr).not.toMatch(/^(Warning|Error): tool/m);
-  }, 90_000);
+  ])(
+    '%s key: the offered tools have no schema-portability finding',
+    async (_label, key, expected) => {
+      const url = `${srv.instance.url}/mcp`;
+      const { report, stderr } = await inspect(['--transport', 'http', '--server-url', url, '--header', `Authorization: Bearer ${key}`]);
+      const names = report.result.tools.map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(expected));
+      if (key === RO_KEY) expect(names.filter((n) => !readTools.includes(n))).toEqual([]);
+      expect(findingsOf(report)).toEqual([]);
+      expect(stderr).not.toMatch(/^(Warning|Error): tool/m);
+    },
+    90_000,
+  );
 });

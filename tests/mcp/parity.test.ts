@@ -35,7 +35,7 @@ const PARITY: Record<string, Entry> = {
   'discovery.values': { rest: ['GET /discovery/attachments/purposes', 'GET /discovery/attachments/types', 'GET /discovery/analysis/types'] },
   'meta.schema': { rest: ['GET /schema'] },
   'meta.example': { rest: ['GET /examples/minimal'] },
-  'meta.exampleTypes': { internal: 'the list of example names, carried in get_examples\' schema and example_not_found' },
+  'meta.exampleTypes': { internal: "the list of example names, carried in get_examples' schema and example_not_found" },
   'search.content': { rest: ['GET /vcons/search/content?q=x'] },
   'search.semantic': { rest: ['GET /vcons/search/semantic?q=x'] },
   'search.hybrid': { rest: ['GET /vcons/search/hybrid?q=x'] },

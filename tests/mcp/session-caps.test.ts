@@ -57,7 +57,9 @@ const initialize = (url: string, key: string) =>
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}` },
     body: JSON.stringify({
-      jsonrpc: '2.0', id: 1, method: 'initialize',
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
       params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'flood', version: '1' } },
     }),
   });
@@ -68,8 +70,11 @@ const listStatus = async (url: string, key: string, sid: string) =>
     await fetch(`${url}/mcp`, {
       method: 'POST',
       headers: {
-        'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}`,
-        'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18',
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${key}`,
+        'mcp-session-id': sid,
+        'mcp-protocol-version': '2025-06-18',
       },
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
     })
@@ -84,7 +89,7 @@ async function until(what: string, ok: () => boolean, ms = 20_000) {
 }
 
 describe('MCP sessions per key', () => {
-  it('1,000 initialize calls from a read-only key do not lock the read-write key out (the issue\'s request, default caps)', async () => {
+  it("1,000 initialize calls from a read-only key do not lock the read-write key out (the issue's request, default caps)", async () => {
     const { mcp, url } = await serve();
     const statuses = new Map<number, number>();
     let next = 0;
@@ -139,7 +144,7 @@ describe('MCP sessions per key', () => {
     expect((await initialize(url, KEY)).status).toBe(200);
   });
 
-  it('a full instance closes the idlest session of the key holding the most, not another key\'s', async () => {
+  it("a full instance closes the idlest session of the key holding the most, not another key's", async () => {
     const { mcp, url } = await serve({ maxSessions: 4, sessionsPerKey: 10, sessionsPerReadOnlyKey: 10 });
     const rw = await session(url, KEY);
     const ro = [await session(url, RO_KEY), await session(url, RO_KEY), await session(url, RO_KEY)];

@@ -44,7 +44,7 @@ afterAll(async () => {
 });
 
 describe('MCP HTTP session limits', () => {
-  it('runs an in-process plugin object\'s hooks on tool calls (veto becomes a forbidden result)', async () => {
+  it("runs an in-process plugin object's hooks on tool calls (veto becomes a forbidden result)", async () => {
     const s = await connectHttp(url, KEY);
     try {
       const c = await s.call('create_vcon', { vcon: { subject: 'in-process' } });
@@ -70,7 +70,12 @@ describe('MCP HTTP session limits', () => {
       await vi.waitFor(() => expect(mcp.stats().sessions).toBe(0), { timeout: 15_000, interval: 50 });
       const res = await fetch(`${url}/mcp`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${KEY}`, 'mcp-session-id': sid },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${KEY}`,
+          'mcp-session-id': sid,
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }),
       });
       expect(res.status).toBe(404);

@@ -5,7 +5,9 @@ import { TOOLS } from '../../src/mcp/tools.js';
 import { KEY, RO_KEY, startTestServer, type TestServer } from '../helpers/server.js';
 import { connectHttp, type HttpSession } from './helpers.js';
 
-const READ_TOOLS = TOOLS.filter((t) => t.scope === 'read').map((t) => t.name).sort();
+const READ_TOOLS = TOOLS.filter((t) => t.scope === 'read')
+  .map((t) => t.name)
+  .sort();
 
 let s: TestServer;
 let rw: HttpSession;
@@ -43,7 +45,12 @@ describe('MCP over HTTP without sessions', () => {
   });
 
   it('answers a tool call that arrives alone, as a balancer may deliver it to any replica', async () => {
-    const r = await lonePost(KEY, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'create_vcon', arguments: { vcon: vcon('alone') } } });
+    const r = await lonePost(KEY, {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'create_vcon', arguments: { vcon: vcon('alone') } },
+    });
     expect(r.status).toBe(200);
     expect(r.session).toBeNull();
     expect(r.body.id).toBe(7);
@@ -57,7 +64,12 @@ describe('MCP over HTTP without sessions', () => {
     const before = (await s.api('/vcons?limit=100')).body.data.length;
     const viaClient = await ro.client.callTool({ name: 'create_vcon', arguments: { vcon: vcon('ro client') } }).catch((e: Error) => e);
     expect(viaClient instanceof Error || (viaClient as { isError?: boolean }).isError).toBe(true);
-    const alone = await lonePost(RO_KEY, { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'delete_vcon', arguments: { uuid: '00000000-0000-4000-8000-000000000001' } } });
+    const alone = await lonePost(RO_KEY, {
+      jsonrpc: '2.0',
+      id: 8,
+      method: 'tools/call',
+      params: { name: 'delete_vcon', arguments: { uuid: '00000000-0000-4000-8000-000000000001' } },
+    });
     expect(alone.body.error ?? alone.body.result?.isError).toBeTruthy();
     expect(JSON.stringify(alone.body)).toMatch(/delete_vcon/);
     expect((await s.api('/vcons?limit=100')).body.data.length).toBe(before);

@@ -86,7 +86,9 @@ describe('MCP over stdio', () => {
     expect((await rw.call('get_vcon', { uuid })).structuredContent.vcon.subject).toBe('[redacted by mcp-plugin]');
     const res = await rw.client.readResource({ uri: `vcon://v1/vcons/${uuid}` });
     expect(JSON.parse((res.contents[0] as { text: string }).text).subject).toBe('[redacted by mcp-plugin]');
-    expect((await rw.call('add_dialog', { uuid, dialog: { type: 'text', body: 'hello', encoding: 'none' } })).structuredContent).toMatchObject({ index: 0 });
+    expect((await rw.call('add_dialog', { uuid, dialog: { type: 'text', body: 'hello', encoding: 'none' } })).structuredContent).toMatchObject({
+      index: 0,
+    });
     expect((await rw.call('plugin_whoami')).structuredContent).toEqual({ note: null, transport: 'mcp', scope: 'write', keyId: null });
 
     const missing = await rw.call('delete_vcon', { uuid: '00000000-0000-4000-8000-0000000000bb' });
@@ -98,7 +100,11 @@ describe('MCP over stdio', () => {
     const ro = await spawnServer({ MCP_READONLY: 'true' });
     try {
       const names = (await ro.client.listTools()).tools.map((t) => t.name).sort();
-      expect(names).toEqual(TOOLS.filter((t) => t.scope === 'read').map((t) => t.name).sort());
+      expect(names).toEqual(
+        TOOLS.filter((t) => t.scope === 'read')
+          .map((t) => t.name)
+          .sort(),
+      );
       const forced = await ro.call('create_vcon', { vcon: { subject: 'nope' } });
       expect(forced.isError).toBe(true);
       const list = await ro.call('search_vcons', { subject: 'nope' });

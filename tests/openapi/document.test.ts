@@ -25,7 +25,12 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 /** The routes express registered under the base path, as "METHOD /openapi/{path}". */
 function registeredRoutes(env: Record<string, string> = {}): string[] {
   const config = parseConfig({ API_KEYS: 'k', LOG_LEVEL: 'silent', ...env });
-  const app = buildApp({ config, log: createLogger(config), services: {} as Services, buildInfo: { version: '0', gitCommit: 'x', buildTime: 'y' } }) as any;
+  const app = buildApp({
+    config,
+    log: createLogger(config),
+    services: {} as Services,
+    buildInfo: { version: '0', gitCommit: 'x', buildTime: 'y' },
+  }) as any;
   const out: string[] = [];
   for (const layer of app.router.stack) {
     for (const inner of layer.handle?.stack ?? []) {
@@ -37,7 +42,13 @@ function registeredRoutes(env: Record<string, string> = {}): string[] {
 }
 
 const documented = (d: any) =>
-  Object.entries<any>(d.paths).flatMap(([p, item]) => Object.keys(item).filter((m) => METHODS.includes(m)).map((m) => `${m.toUpperCase()} ${p}`)).sort();
+  Object.entries<any>(d.paths)
+    .flatMap(([p, item]) =>
+      Object.keys(item)
+        .filter((m) => METHODS.includes(m))
+        .map((m) => `${m.toUpperCase()} ${p}`),
+    )
+    .sort();
 
 describe('GET /openapi.json', () => {
   it('is served without a key and validates structurally as OpenAPI 3.1', () => {
@@ -49,7 +60,11 @@ describe('GET /openapi.json', () => {
     const routes = registeredRoutes();
     expect(routes.length).toBeGreaterThan(30);
     expect(documented(doc)).toEqual(routes);
-    expect(documentedRoutes().map((r) => `${r.method.toUpperCase()} ${toOpenApiPath(r.path)}`).sort()).toEqual(routes);
+    expect(
+      documentedRoutes()
+        .map((r) => `${r.method.toUpperCase()} ${toOpenApiPath(r.path)}`)
+        .sort(),
+    ).toEqual(routes);
   });
 
   it('uses the configured base path as its server, and Bearer security except on the open routes', () => {
@@ -73,7 +88,14 @@ describe('GET /openapi.json', () => {
       expect(doc.components.schemas[`Error${status}`].properties.error.enum).toEqual(codes);
       expect(doc.components.responses[`Error${status}`].content['application/json'].schema).toEqual({ $ref: `#/components/schemas/Error${status}` });
     }
-    expect(ERROR_CODES[400]).toEqual(['validation_failed', 'invalid_json', 'invalid_parameter', 'batch_too_large', 'batch_empty', 'paging_cap_exceeded']);
+    expect(ERROR_CODES[400]).toEqual([
+      'validation_failed',
+      'invalid_json',
+      'invalid_parameter',
+      'batch_too_large',
+      'batch_empty',
+      'paging_cap_exceeded',
+    ]);
     expect(doc.components.responses.Error401.headers['WWW-Authenticate']).toBeDefined();
   });
 
@@ -88,7 +110,7 @@ describe('GET /openapi.json', () => {
     }
   });
 
-  it('is generated from the validator\'s schemas (same vocabulary as GET /schema)', async () => {
+  it("is generated from the validator's schemas (same vocabulary as GET /schema)", async () => {
     const schema = (await s.api('/schema', { key: null })).body;
     expect(doc.components.schemas.Dialog.properties.type.enum).toEqual(schema.properties.dialog.items.properties.type.enum);
     expect(Object.keys(doc.components.schemas.Vcon.properties)).toEqual(Object.keys(schema.properties));
@@ -106,7 +128,9 @@ describe('document per configuration', () => {
     const x = buildOpenApiDocument(parseConfig({ API_KEYS: 'k', API_KEY_HEADER: 'X-Api-Key', REST_API_BASE_PATH: '/v2/' }), { version: '1.2.3' });
     expect(checkOpenApiDocument(x)).toEqual([]);
     expect(x.servers).toEqual([expect.objectContaining({ url: '/v2' })]);
-    expect((x.components as any).securitySchemes).toEqual({ apiKeyAuth: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'x-api-key' }) });
+    expect((x.components as any).securitySchemes).toEqual({
+      apiKeyAuth: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'x-api-key' }),
+    });
     expect(x.security).toEqual([{ apiKeyAuth: [] }]);
     expect(documented(x)).toEqual(registeredRoutes({ API_KEY_HEADER: 'x-api-key', REST_API_BASE_PATH: '/v2' }));
 
@@ -166,11 +190,29 @@ describe('the response checker', () => {
     const u = '0195a1c2-0000-4000-8000-000000000001';
     const ok = { success: true, uuid: u, deleted: true };
     expect(c.check({ method: 'DELETE', path: `/vcons/${u}`, status: 200, contentType: 'application/json; charset=utf-8', body: ok })).toEqual([]);
-    expect(c.check({ method: 'DELETE', path: `/vcons/${u}`, status: 201, contentType: 'application/json', body: ok })[0]).toMatch(/status 201 not declared/);
-    expect(c.check({ method: 'DELETE', path: `/vcons/${u}`, status: 200, contentType: 'text/html', body: ok })[0]).toMatch(/content type text\/html not declared/);
-    expect(c.check({ method: 'DELETE', path: `/vcons/${u}`, status: 200, contentType: 'application/json', body: { ...ok, extra: 1 } }).join()).toMatch(/additional properties/);
-    expect(c.check({ method: 'GET', path: `/vcons/${u}`, status: 404, contentType: 'application/json', body: { success: false, error: 'nope', message: 'm' } }).join()).toMatch(/allowed values/);
-    expect(c.check({ method: 'DELETE', path: `/vcons/${u}/tags`, status: 204, contentType: null, body: { x: 1 } }).join()).toMatch(/declares no body/);
+    expect(c.check({ method: 'DELETE', path: `/vcons/${u}`, status: 201, contentType: 'application/json', body: ok })[0]).toMatch(
+      /status 201 not declared/,
+    );
+    expect(c.check({ method: 'DELETE', path: `/vcons/${u}`, status: 200, contentType: 'text/html', body: ok })[0]).toMatch(
+      /content type text\/html not declared/,
+    );
+    expect(
+      c.check({ method: 'DELETE', path: `/vcons/${u}`, status: 200, contentType: 'application/json', body: { ...ok, extra: 1 } }).join(),
+    ).toMatch(/additional properties/);
+    expect(
+      c
+        .check({
+          method: 'GET',
+          path: `/vcons/${u}`,
+          status: 404,
+          contentType: 'application/json',
+          body: { success: false, error: 'nope', message: 'm' },
+        })
+        .join(),
+    ).toMatch(/allowed values/);
+    expect(c.check({ method: 'DELETE', path: `/vcons/${u}/tags`, status: 204, contentType: null, body: { x: 1 } }).join()).toMatch(
+      /declares no body/,
+    );
     expect(c.check({ method: 'GET', path: '/vcons/batch', status: 200, contentType: 'application/json', body: {} })[0]).toMatch(/no operation/);
     expect(c.findOperation('GET', '/vcons/search/content?q=x')).toMatchObject({ template: '/vcons/search/content' });
   });

@@ -40,10 +40,16 @@ const json = { 'content-type': 'application/json' };
 const vcon = () => ({
   vcon: '0.3.0',
   subject: 'Refund for a damaged parcel',
-  parties: [{ tel: '+15550001', name: 'Ann' }, { mailto: 'bob@example.com', name: 'Bob' }],
+  parties: [
+    { tel: '+15550001', name: 'Ann' },
+    { mailto: 'bob@example.com', name: 'Bob' },
+  ],
   dialog: [{ type: 'text', start: '2025-01-01T10:00:00Z', parties: [0, 1], encoding: 'none', body: 'The parcel arrived damaged, I want a refund.' }],
   analysis: [{ type: 'summary', vendor: 'acme', body: 'Customer asks for a refund' }],
-  attachments: [{ purpose: 'invoice', encoding: 'json', body: { total: 10 } }, { type: 'legacy_note', body: 'old style' }],
+  attachments: [
+    { purpose: 'invoice', encoding: 'json', body: { total: 10 } },
+    { type: 'legacy_note', body: 'old style' },
+  ],
 });
 const expectStatus = async (p: Promise<{ status: number; body: any }>, status: number) => {
   const r = await p;
@@ -95,7 +101,14 @@ describe('vCons', () => {
   });
 
   it('list in every format, with filters; 400 bad parameters and the tag paging cap', async () => {
-    for (const qs of ['', 'format=full&limit=100', 'format=ids_only', 'limit=200&offset=1', 'subject=refund&party_name=ann&start_date=2020-01-01', `tags=${q({ k: 'v' })}`]) {
+    for (const qs of [
+      '',
+      'format=full&limit=100',
+      'format=ids_only',
+      'limit=200&offset=1',
+      'subject=refund&party_name=ann&start_date=2020-01-01',
+      `tags=${q({ k: 'v' })}`,
+    ]) {
       await expectStatus(s.api(`/vcons?${qs}`), 200);
     }
     await expectStatus(s.api('/vcons', { key: RO_KEY }), 200);
@@ -231,7 +244,9 @@ describe('coverage', () => {
     const missing = checker.operations().filter((op) => ![...(seen.get(op) ?? [])].some((st) => st < 300));
     expect(missing).toEqual([]);
     const pairs = [...seen.values()].reduce((n, set) => n + set.size, 0);
-    console.info(`openapi: ${checker.validated()} responses validated (${exchanges} requests), ${seen.size} operations, ${pairs} operation/status pairs`);
+    console.info(
+      `openapi: ${checker.validated()} responses validated (${exchanges} requests), ${seen.size} operations, ${pairs} operation/status pairs`,
+    );
     expect(checker.validated()).toBe(exchanges);
   });
 });

@@ -112,11 +112,14 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
     expect((await a.server.api(`/vcons/${uuid}`)).status).toBe(404);
   });
 
-  it('keeps groups apart: no answer of one shows the other\'s data, and the role cannot read the other schema', async () => {
+  it("keeps groups apart: no answer of one shows the other's data, and the role cannot read the other schema", async () => {
     const [a, b] = groups;
     const shared = randomUUID();
     for (const g of groups) expect((await g.server.api('/vcons', { method: 'POST', json: { ...doc(g.marker), uuid: shared } })).status).toBe(201);
-    for (const [me, other] of [[a, b], [b, a]]) {
+    for (const [me, other] of [
+      [a, b],
+      [b, a],
+    ]) {
       const got = await me.server.api(`/vcons/${shared}`);
       expect(got.body.vcon.subject).toBe(`Refund request ${me.marker}`);
       const kw = await me.server.api(`/vcons/search/content?q=${other.marker}`);
@@ -137,7 +140,9 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
     const results = await Promise.all(
       Array.from({ length: 60 }, (_, i) => {
         const g = groups[i % 2];
-        return i % 3 === 0 ? g.server.api('/vcons', { method: 'POST', json: doc(`${g.marker}c${i}`) }) : g.server.api(`/vcons/search/content?q=${g.marker}`);
+        return i % 3 === 0
+          ? g.server.api('/vcons', { method: 'POST', json: doc(`${g.marker}c${i}`) })
+          : g.server.api(`/vcons/search/content?q=${g.marker}`);
       }),
     );
     for (const r of results) expect([200, 201], JSON.stringify(r.body)).toContain(r.status);

@@ -28,7 +28,10 @@ const freePort = () =>
   });
 
 /** md5 secret of a userlist line: "md5" + md5(password + user). */
-const md5Secret = (user: string, password: string) => `md5${createHash('md5').update(password + user).digest('hex')}`;
+const md5Secret = (user: string, password: string) =>
+  `md5${createHash('md5')
+    .update(password + user)
+    .digest('hex')}`;
 
 /** Starts PgBouncer in front of `server` (host:port) for the given users. */
 export async function startPgBouncer(opts: {

@@ -15,7 +15,10 @@ const raw = (path: string, init: RequestInit = {}) => fetch(`${s.base}${path}`, 
 
 describe('authentication', () => {
   it('401s a missing or invalid key with WWW-Authenticate: Bearer', async () => {
-    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: 'Basic abc' }, { authorization: 'Bearer' }] as Record<string, string>[]) {
+    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: 'Basic abc' }, { authorization: 'Bearer' }] as Record<
+      string,
+      string
+    >[]) {
       const r = await raw('/vcons', { headers });
       expect(r.status).toBe(401);
       expect(r.headers.get('www-authenticate')).toBe('Bearer');
@@ -36,7 +39,16 @@ describe('authentication', () => {
 
   it('gives a read-only key every read and 403 on every write route, changing nothing', async () => {
     const ro = { authorization: `Bearer ${RO_KEY}` };
-    for (const p of ['/vcons', `/vcons/${uuid}`, `/vcons/${uuid}/analysis`, `/vcons/${uuid}/attachments`, `/vcons/${uuid}/tags`, '/tags', '/tags/search?tags={"k":"v"}', '/discovery/analysis/types']) {
+    for (const p of [
+      '/vcons',
+      `/vcons/${uuid}`,
+      `/vcons/${uuid}/analysis`,
+      `/vcons/${uuid}/attachments`,
+      `/vcons/${uuid}/tags`,
+      '/tags',
+      '/tags/search?tags={"k":"v"}',
+      '/discovery/analysis/types',
+    ]) {
       expect((await raw(p, { headers: ro })).status, p).toBe(200);
     }
     const json = { ...ro, 'content-type': 'application/json' };
@@ -74,7 +86,10 @@ describe('authentication', () => {
     try {
       expect((await fetch(`${x.base}/vcons`, { headers: { 'x-api-key': KEY } })).status).toBe(200);
       expect((await fetch(`${x.base}/vcons`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(401);
-      const pre = await fetch(`${x.base}/vcons`, { method: 'OPTIONS', headers: { origin: 'https://a.example.com', 'access-control-request-method': 'POST' } });
+      const pre = await fetch(`${x.base}/vcons`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://a.example.com', 'access-control-request-method': 'POST' },
+      });
       expect(pre.headers.get('access-control-allow-headers')).toMatch(/x-api-key/i);
     } finally {
       await x.close();
@@ -144,7 +159,14 @@ describe('key handling', () => {
     const { createLogger } = await import('../../src/logger.js');
     const { databaseUrl, adminSql, testSchemaName } = await import('../helpers/db.js');
     const schema = testSchemaName('logs');
-    const config = parseConfig({ MCP_TRANSPORT: 'http', MCP_HTTP_PORT: '0', DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, API_KEYS: 'super-secret-key-1', LOG_LEVEL: 'info' });
+    const config = parseConfig({
+      MCP_TRANSPORT: 'http',
+      MCP_HTTP_PORT: '0',
+      DATABASE_URL: databaseUrl(),
+      SUPABASE_DB_SCHEMA: schema,
+      API_KEYS: 'super-secret-key-1',
+      LOG_LEVEL: 'info',
+    });
     const log = createLogger(config, { write: (l: string) => lines.push(l) });
     const inst = await startInstance(config, { log });
     try {

@@ -23,7 +23,10 @@ describe('edge input', () => {
       method: 'POST',
       json: {
         analysis: [{ type: long, vendor: long, body: 'b' }],
-        attachments: [{ purpose: long, type: long }, { purpose: 'tags', body: [`big:${long}`, 'small:ok'] }],
+        attachments: [
+          { purpose: long, type: long },
+          { purpose: 'tags', body: [`big:${long}`, 'small:ok'] },
+        ],
       },
     });
     expect(c.status).toBe(201);

@@ -19,7 +19,11 @@ const { SHAPES, thrown } = (await import(pathToFileURL(join(import.meta.dirname,
 
 const silent = createLogger({ logLevel: 'silent', label: null, db: { schema: 'x' } } as Parameters<typeof createLogger>[0]);
 /** A logger that fails on every call: the answer must not depend on logging working. */
-const broken = new Proxy({} as Logger, { get: () => () => { throw new Error('log sink gone'); } });
+const broken = new Proxy({} as Logger, {
+  get: () => () => {
+    throw new Error('log sink gone');
+  },
+});
 
 async function serve(production: boolean, log: Logger): Promise<{ url: string; server: Server }> {
   const app = express();

@@ -7,21 +7,61 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Real producer files that API.md rejects, with the rule and the path the 400 must name. */
 const REJECTED: Record<string, { rule: string; path: string; message: RegExp }> = {
-  'conserver__legacy-alg-signature-url-base64url-generation_info.json': { rule: 'analysis body must be a string', path: 'analysis[0].body', message: /must be a string/ },
-  'fake-vcons__text-bria-attachment-analysis-2.json': { rule: 'analysis body must be a string', path: 'analysis[0].body', message: /must be a string/ },
-  'fake-vcons__text-meta-only-bria-attachment-transcript-summary.json': { rule: 'analysis body must be a string', path: 'analysis[0].body', message: /must be a string/ },
-  'fake-vcons__text-with-transcript-summary-diarized.json': { rule: 'analysis body must be a string', path: 'analysis[0].body', message: /must be a string/ },
-  'ietf-draft__ab_call_ext_rec_analysis__transcript-json-body.json': { rule: 'analysis body must be a string', path: 'analysis[0].body', message: /must be a string/ },
-  'ietf-draft__ab_call_ext_rec_redacted__redacted-object.json': { rule: 'analysis body must be a string', path: 'analysis[0].body', message: /must be a string/ },
-  'ietf-draft__ab_call_ext_rec_with_redact__transcript-and-redacted-transcript.json': { rule: 'analysis body must be a string', path: 'analysis[0].body', message: /must be a string/ },
-  'vcon-js__inline-wav-body-without-encoding-toplevel-tags.json': { rule: 'analysis body must be a string', path: 'analysis[0].body', message: /must be a string/ },
-  'ietf-meeting__video-dialog-chatlog-bluesheets-minutes.json': { rule: 'dialog type video is not a vCon dialog type', path: 'dialog[0].type', message: /must be one of recording, recording-set, text, transfer, incomplete/ },
+  'conserver__legacy-alg-signature-url-base64url-generation_info.json': {
+    rule: 'analysis body must be a string',
+    path: 'analysis[0].body',
+    message: /must be a string/,
+  },
+  'fake-vcons__text-bria-attachment-analysis-2.json': {
+    rule: 'analysis body must be a string',
+    path: 'analysis[0].body',
+    message: /must be a string/,
+  },
+  'fake-vcons__text-meta-only-bria-attachment-transcript-summary.json': {
+    rule: 'analysis body must be a string',
+    path: 'analysis[0].body',
+    message: /must be a string/,
+  },
+  'fake-vcons__text-with-transcript-summary-diarized.json': {
+    rule: 'analysis body must be a string',
+    path: 'analysis[0].body',
+    message: /must be a string/,
+  },
+  'ietf-draft__ab_call_ext_rec_analysis__transcript-json-body.json': {
+    rule: 'analysis body must be a string',
+    path: 'analysis[0].body',
+    message: /must be a string/,
+  },
+  'ietf-draft__ab_call_ext_rec_redacted__redacted-object.json': {
+    rule: 'analysis body must be a string',
+    path: 'analysis[0].body',
+    message: /must be a string/,
+  },
+  'ietf-draft__ab_call_ext_rec_with_redact__transcript-and-redacted-transcript.json': {
+    rule: 'analysis body must be a string',
+    path: 'analysis[0].body',
+    message: /must be a string/,
+  },
+  'vcon-js__inline-wav-body-without-encoding-toplevel-tags.json': {
+    rule: 'analysis body must be a string',
+    path: 'analysis[0].body',
+    message: /must be a string/,
+  },
+  'ietf-meeting__video-dialog-chatlog-bluesheets-minutes.json': {
+    rule: 'dialog type video is not a vCon dialog type',
+    path: 'dialog[0].type',
+    message: /must be one of recording, recording-set, text, transfer, incomplete/,
+  },
   'ietf-meeting__video-dialog-type-url-slides.json': { rule: 'dialog type video', path: 'dialog[0].type', message: /must be one of/ },
   'ietf-meeting__video-url-wtf_transcription-analysis.json': { rule: 'dialog type video', path: 'dialog[0].type', message: /must be one of/ },
   'py-vcon__0.0.1-alg-signature-legacy-analysis.json': { rule: 'analysis vendor is required', path: 'analysis[0].vendor', message: /required/ },
   'py-vcon__0.0.1-inline-base64url-wav.json': { rule: 'RFC 2822 dates are rejected', path: 'dialog[0].start', message: /RFC 3339/ },
   'py-vcon__pre-0.0.1-rfc2822-start-no-uuid.json': { rule: 'RFC 2822 dates are rejected', path: 'dialog[0].start', message: /RFC 3339/ },
-  'vcon-lib__extensions-lawful_basis-wtf-attachments-encoding-base64.json': { rule: 'legacy encoding base64', path: 'dialog[0].encoding', message: /base64url, json, none/ },
+  'vcon-lib__extensions-lawful_basis-wtf-attachments-encoding-base64.json': {
+    rule: 'legacy encoding base64',
+    path: 'dialog[0].encoding',
+    message: /base64url, json, none/,
+  },
   'vcon-mcp__text-0.0.1-intent-analysis.json': { rule: 'uuid must be a UUID', path: 'uuid', message: /UUID/ },
 };
 

@@ -16,7 +16,7 @@ beforeEach(() => {
 });
 
 describe('plugin hooks', () => {
-  it('runs every plugin\'s before-hook in order and after-hooks around create', async () => {
+  it("runs every plugin's before-hook in order and after-hooks around create", async () => {
     const r = await s.api('/vcons', { method: 'POST', json: { subject: 'plain' } });
     expect(r.status).toBe(201);
     expect(calls().map((c) => `${c.plugin}.${c.name}`)).toEqual(['recorder.beforeCreate', 'second.beforeCreate', 'recorder.afterCreate']);
@@ -28,7 +28,7 @@ describe('plugin hooks', () => {
     expect(g.body.vcon.subject).toBe('stamped by recorder');
   });
 
-  it('turns a before-hook veto into a 403 with the plugin\'s message, writing nothing', async () => {
+  it("turns a before-hook veto into a 403 with the plugin's message, writing nothing", async () => {
     const r = await s.api('/vcons', { method: 'POST', json: { uuid: '00000000-0000-4000-8000-0000000000f0', subject: 'forbidden' } });
     expect(r.status).toBe(403);
     expect(r.body).toMatchObject({ success: false, error: 'forbidden' });
@@ -63,7 +63,9 @@ describe('plugin hooks', () => {
     // The order of after-hooks: recorder, second, then the redactor.
     const [stored] = await s.instance.sql<{ doc: any }[]>`select doc from vcons where uuid = ${body.uuid}`;
     expect(stored.doc.parties[0].tel).toBe('+15551234567');
-    const reads = calls().filter((c) => c.name === 'afterRead').map((c) => c.plugin);
+    const reads = calls()
+      .filter((c) => c.name === 'afterRead')
+      .map((c) => c.plugin);
     expect(reads.slice(0, 2)).toEqual(['recorder', 'second']);
   });
 
@@ -75,13 +77,21 @@ describe('plugin hooks', () => {
     await s.api(`/vcons/${body.uuid}/dialog`, { method: 'POST', json: { type: 'text', body: 'hi', encoding: 'none' } });
     await s.api('/vcons');
     await s.api(`/vcons/${body.uuid}`, { method: 'DELETE' });
-    const names = calls().filter((c) => c.plugin === 'recorder').map((c) => c.name);
+    const names = calls()
+      .filter((c) => c.plugin === 'recorder')
+      .map((c) => c.name);
     expect(names).toEqual([
-      'beforeRead', 'afterRead',
-      'beforeUpdate', 'afterUpdate', 'afterRead', // PATCH answers with the document as readers see it
-      'beforeUpdate', 'afterUpdate',
-      'beforeSearch', 'afterSearch',
-      'beforeDelete', 'afterDelete',
+      'beforeRead',
+      'afterRead',
+      'beforeUpdate',
+      'afterUpdate',
+      'afterRead', // PATCH answers with the document as readers see it
+      'beforeUpdate',
+      'afterUpdate',
+      'beforeSearch',
+      'afterSearch',
+      'beforeDelete',
+      'afterDelete',
     ]);
   });
 

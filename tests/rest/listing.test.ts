@@ -43,7 +43,18 @@ describe('GET /vcons', () => {
   });
 
   it('rejects bad paging with 400 invalid_parameter naming the parameter', async () => {
-    for (const qs of ['limit=0', 'limit=abc', 'limit=-1', 'offset=-5', 'offset=1.5', 'format=xml', 'start_date=yesterday', 'end_date=2025-02-30', 'tags=notjson', 'tags=[1]']) {
+    for (const qs of [
+      'limit=0',
+      'limit=abc',
+      'limit=-1',
+      'offset=-5',
+      'offset=1.5',
+      'format=xml',
+      'start_date=yesterday',
+      'end_date=2025-02-30',
+      'tags=notjson',
+      'tags=[1]',
+    ]) {
       const r = await s.api(`/vcons?${qs}`);
       expect(r.status, qs).toBe(400);
       expect(r.body.error).toBe('invalid_parameter');
@@ -54,8 +65,14 @@ describe('GET /vcons', () => {
   it('returns metadata by default and whole vCons with format=full', async () => {
     const meta = await page('limit=1');
     expect(meta.data[0]).toEqual({
-      uuid: uuids[0], subject: 'Delivery issue 24', created_at: '2025-01-25T12:00:00.000Z', updated_at: null,
-      parties_count: 1, dialog_count: 0, analysis_count: 0, attachments_count: 0,
+      uuid: uuids[0],
+      subject: 'Delivery issue 24',
+      created_at: '2025-01-25T12:00:00.000Z',
+      updated_at: null,
+      parties_count: 1,
+      dialog_count: 0,
+      analysis_count: 0,
+      attachments_count: 0,
     });
     const full = await page('limit=1&format=full');
     expect(full.data[0].parties[0].mailto).toBe('p24@example.com');

@@ -56,7 +56,10 @@ describe('tag body forms and spellings', () => {
 
 describe('tag routes', () => {
   it('sets, reads, removes one and removes all, writing the canonical attachment', async () => {
-    const uuid = await create([{ type: 'tags', body: { old: 'x' } }, { purpose: 'other', body: 'keep' }]);
+    const uuid = await create([
+      { type: 'tags', body: { old: 'x' } },
+      { purpose: 'other', body: 'keep' },
+    ]);
     const put = await s.api(`/vcons/${uuid}/tags/priority`, { method: 'PUT', json: { value: 3 } });
     expect(put.status).toBe(200);
     expect(put.body).toEqual({ success: true, uuid, key: 'priority', value: '3' });
@@ -149,25 +152,61 @@ describe('discovery', () => {
     const d = await startTestServer();
     try {
       const get = async (path: string) => (await d.api(path)).body;
-      const a = (await d.api('/vcons', { method: 'POST', json: { attachments: [{ purpose: 'invoice' }, { purpose: 'invoice' }, { type: 'legacy' }], analysis: [{ type: 'summary', vendor: 'v' }] } })).body.uuid;
-      await d.api('/vcons', { method: 'POST', json: { attachments: [{ purpose: 'invoice' }], analysis: [{ type: 'summary', vendor: 'v' }, { type: 'topics', vendor: 'v' }] } });
-      expect(await get('/discovery/attachments/purposes')).toEqual({ success: true, total_vcons: 2, count: 1, values: [{ value: 'invoice', count: 2 }] });
+      const a = (
+        await d.api('/vcons', {
+          method: 'POST',
+          json: { attachments: [{ purpose: 'invoice' }, { purpose: 'invoice' }, { type: 'legacy' }], analysis: [{ type: 'summary', vendor: 'v' }] },
+        })
+      ).body.uuid;
+      await d.api('/vcons', {
+        method: 'POST',
+        json: {
+          attachments: [{ purpose: 'invoice' }],
+          analysis: [
+            { type: 'summary', vendor: 'v' },
+            { type: 'topics', vendor: 'v' },
+          ],
+        },
+      });
+      expect(await get('/discovery/attachments/purposes')).toEqual({
+        success: true,
+        total_vcons: 2,
+        count: 1,
+        values: [{ value: 'invoice', count: 2 }],
+      });
       expect((await get('/discovery/attachments/types')).values).toEqual([{ value: 'legacy', count: 1 }]);
-      expect((await get('/discovery/analysis/types')).values).toEqual([{ value: 'summary', count: 2 }, { value: 'topics', count: 1 }]);
+      expect((await get('/discovery/analysis/types')).values).toEqual([
+        { value: 'summary', count: 2 },
+        { value: 'topics', count: 1 },
+      ]);
 
       await d.api(`/vcons/${a}/analysis`, { method: 'POST', json: { type: 'topics', vendor: 'v' } });
-      expect((await get('/discovery/analysis/types')).values).toEqual([{ value: 'summary', count: 2 }, { value: 'topics', count: 2 }]);
+      expect((await get('/discovery/analysis/types')).values).toEqual([
+        { value: 'summary', count: 2 },
+        { value: 'topics', count: 2 },
+      ]);
       await d.api(`/vcons/${a}/tags/x`, { method: 'PUT', json: { value: 'y' } });
-      expect((await get('/discovery/attachments/purposes')).values).toEqual([{ value: 'invoice', count: 2 }, { value: 'tags', count: 1 }]);
+      expect((await get('/discovery/attachments/purposes')).values).toEqual([
+        { value: 'invoice', count: 2 },
+        { value: 'tags', count: 1 },
+      ]);
 
       await d.api('/vcons', { method: 'POST', json: { uuid: a, attachments: [{ purpose: 'receipt' }] } });
-      expect((await get('/discovery/attachments/purposes')).values).toEqual([{ value: 'invoice', count: 1 }, { value: 'receipt', count: 1 }]);
+      expect((await get('/discovery/attachments/purposes')).values).toEqual([
+        { value: 'invoice', count: 1 },
+        { value: 'receipt', count: 1 },
+      ]);
       expect((await get('/discovery/attachments/types')).values).toEqual([]);
 
       expect((await get('/discovery/analysis/types?min_count=2')).values).toEqual([]);
       expect((await get('/discovery/attachments/purposes?include_counts=false')).values).toEqual([{ value: 'invoice' }, { value: 'receipt' }]);
       await d.api(`/vcons/${a}`, { method: 'DELETE' });
-      expect(await get('/discovery/attachments/purposes')).toEqual({ success: true, total_vcons: 1, count: 1, values: [{ value: 'invoice', count: 1 }] });
+      expect(await get('/discovery/attachments/purposes')).toEqual({
+        success: true,
+        total_vcons: 1,
+        count: 1,
+        values: [{ value: 'invoice', count: 1 }],
+      });
 
       for (const qs of ['min_count=0', 'min_count=abc', 'include_counts=maybe']) {
         const r = await d.api(`/discovery/analysis/types?${qs}`);

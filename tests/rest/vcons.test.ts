@@ -11,7 +11,10 @@ afterAll(() => s?.close());
 const base = () => ({
   vcon: '0.3.0',
   subject: 'Order 42',
-  parties: [{ tel: '+15550001', name: 'Ann' }, { mailto: 'bob@example.com', name: 'Bob' }],
+  parties: [
+    { tel: '+15550001', name: 'Ann' },
+    { mailto: 'bob@example.com', name: 'Bob' },
+  ],
   dialog: [{ type: 'text', start: '2025-01-01T10:00:00Z', parties: [0, 1], encoding: 'none', body: 'Where is my order?' }],
   analysis: [
     { type: 'summary', vendor: 'acme', body: 'Customer asks about order 42' },
@@ -44,11 +47,19 @@ describe('vCon CRUD', () => {
 
   it('keeps unknown fields, extension fields and key order', async () => {
     const doc = {
-      zz_first: 1, uuid: randomUUID().toUpperCase(), vcon: '0.3.0', created_at: '2025-02-02T02:02:02+01:00',
-      group: [{ uuid: randomUUID() }], redacted: {}, amended: { uuid: randomUUID() }, party_history: [{ x: 1 }],
+      zz_first: 1,
+      uuid: randomUUID().toUpperCase(),
+      vcon: '0.3.0',
+      created_at: '2025-02-02T02:02:02+01:00',
+      group: [{ uuid: randomUUID() }],
+      redacted: {},
+      amended: { uuid: randomUUID() },
+      party_history: [{ x: 1 }],
       parties: [{ name: 'X', custom: { deep: [1, 2, { a: null }] } }],
       dialog: [{ type: 'transfer', transferee: 0, transferor: 0, transfer_target: 0, original: 0, target_dialog: 0 }],
-      meta: { tenant: 't1' }, number: 1.5, flag: false,
+      meta: { tenant: 't1' },
+      number: 1.5,
+      flag: false,
     };
     const c = await s.api('/vcons', { method: 'POST', json: doc });
     expect(c.status).toBe(201);
@@ -95,9 +106,16 @@ describe('vCon CRUD', () => {
     });
     expect(r.status).toBe(400);
     const paths = r.body.details.map((d: any) => d.path);
-    expect(paths).toEqual(expect.arrayContaining([
-      'created_at', 'dialog[0].type', 'dialog[1].disposition', 'analysis[0].body', 'analysis[0].schema_version', 'attachments[0].encoding',
-    ]));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'created_at',
+        'dialog[0].type',
+        'dialog[1].disposition',
+        'analysis[0].body',
+        'analysis[0].schema_version',
+        'attachments[0].encoding',
+      ]),
+    );
     const sv = r.body.details.find((d: any) => d.path === 'analysis[0].schema_version');
     expect(sv.message).toMatch(/schema/);
     for (const bad of [[], 'text', 42, null]) {
@@ -139,7 +157,10 @@ describe('vCon CRUD', () => {
 describe('sub-resources', () => {
   it('appends dialog, analysis and attachments with their index; 400 invalid, 404 unknown', async () => {
     const { body } = await s.api('/vcons', { method: 'POST', json: base() });
-    const d = await s.api(`/vcons/${body.uuid}/dialog`, { method: 'POST', json: { type: 'text', parties: [1], body: 'It is late', encoding: 'none' } });
+    const d = await s.api(`/vcons/${body.uuid}/dialog`, {
+      method: 'POST',
+      json: { type: 'text', parties: [1], body: 'It is late', encoding: 'none' },
+    });
     expect(d.status).toBe(201);
     expect(d.body).toMatchObject({ success: true, uuid: body.uuid, index: 1, dialog: { type: 'text' } });
     const a = await s.api(`/vcons/${body.uuid}/analysis`, { method: 'POST', json: { type: 'topics', vendor: 'acme', body: 'shipping' } });
@@ -211,7 +232,12 @@ describe('batch', () => {
     });
     expect(mixed.status).toBe(207);
     expect(mixed.body).toMatchObject({ success: false, total: 4, created: 1, updated: 1, failed: 2 });
-    expect(mixed.body.results.map((r: any) => [r.index, r.status])).toEqual([[0, 200], [1, 400], [2, 201], [3, 400]]);
+    expect(mixed.body.results.map((r: any) => [r.index, r.status])).toEqual([
+      [0, 200],
+      [1, 400],
+      [2, 201],
+      [3, 400],
+    ]);
     expect(mixed.body.results[1]).toMatchObject({ error: 'validation_failed', details: [{ path: 'dialog[0].type' }] });
     expect((await s.api(`/vcons/${uuid}`)).body.vcon.subject).toBe('b1 again');
     const none = await s.api('/vcons/batch', { method: 'POST', json: [{ uuid: 'bad' }] });
@@ -232,9 +258,21 @@ describe('batch', () => {
 
   it('rejects a uuid repeated within one batch, keeping the first', async () => {
     const uuid = randomUUID();
-    const r = await s.api('/vcons/batch', { method: 'POST', json: [{ uuid, subject: 'one' }, { uuid, subject: 'two' }] });
+    const r = await s.api('/vcons/batch', {
+      method: 'POST',
+      json: [
+        { uuid, subject: 'one' },
+        { uuid, subject: 'two' },
+      ],
+    });
     expect(r.status).toBe(207);
-    expect(r.body.results[1]).toMatchObject({ index: 1, uuid, status: 400, error: 'duplicate_in_batch', details: [{ path: 'uuid', message: 'already at item 0 of this batch' }] });
+    expect(r.body.results[1]).toMatchObject({
+      index: 1,
+      uuid,
+      status: 400,
+      error: 'duplicate_in_batch',
+      details: [{ path: 'uuid', message: 'already at item 0 of this batch' }],
+    });
     expect(r.body.results[1].message).toMatch(/appears twice/);
     expect((await s.api(`/vcons/${uuid}`)).body.vcon.subject).toBe('one');
   });

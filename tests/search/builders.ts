@@ -21,7 +21,13 @@ export function buildVcon(opts: {
     parties,
     dialog: [
       ...(opts.turns ?? []).map((body, i) => ({
-        type: 'text', start: created, parties: [i % 2], originator: i % 2, mediatype: 'text/plain', encoding: 'none', body,
+        type: 'text',
+        start: created,
+        parties: [i % 2],
+        originator: i % 2,
+        mediatype: 'text/plain',
+        encoding: 'none',
+        body,
       })),
       ...(opts.dialog ?? []),
     ],

@@ -45,7 +45,9 @@ const HTML_ONLY = crlf([
   'Content-Type: text/html; charset=utf-8',
   'Content-Transfer-Encoding: base64',
   '',
-  Buffer.from('<html><head><style>p{color:red}</style></head><body><p>The courier left my <b>terrarium</b> in the rain&nbsp;again.</p><script>var zanzibar=1</script></body></html>').toString('base64'),
+  Buffer.from(
+    '<html><head><style>p{color:red}</style></head><body><p>The courier left my <b>terrarium</b> in the rain&nbsp;again.</p><script>var zanzibar=1</script></body></html>',
+  ).toString('base64'),
   '--mix',
   'Content-Type: application/pdf; name="receipt-4471.pdf"',
   'Content-Disposition: attachment; filename="receipt-4471.pdf"',
@@ -79,13 +81,26 @@ const FORWARDED = crlf([
 ]);
 
 /** A malformed header block: a header without a colon, an unparsable From, no blank line issues. */
-const MALFORMED = crlf(['From: <<<not an address', 'Subject', 'To: ,,,', 'X-Broken', '', 'My thermostat keeps showing the error ocelot-77 every morning.']);
+const MALFORMED = crlf([
+  'From: <<<not an address',
+  'Subject',
+  'To: ,,,',
+  'X-Broken',
+  '',
+  'My thermostat keeps showing the error ocelot-77 every morning.',
+]);
 
 /** A plain email sent as text/plain (headers and all). */
 const PLAIN_EMAIL = crlf(['From: Dee <dee@example.com>', 'Subject: Gym membership', '', 'Please cancel my marzipan gym membership from next month.']);
 
 const emailDialog = (body: string, extra: Record<string, unknown> = {}) => ({
-  type: 'text', start: '2025-03-14T15:10:00Z', parties: [0], mediatype: 'message/rfc822', encoding: 'none', body, ...extra,
+  type: 'text',
+  start: '2025-03-14T15:10:00Z',
+  parties: [0],
+  mediatype: 'message/rfc822',
+  encoding: 'none',
+  body,
+  ...extra,
 });
 
 describe('emailText', () => {
@@ -142,7 +157,11 @@ describe('emailText', () => {
     expect(dialog[1].body).toContain('gooseneck');
     expect(dialog[2].body).toBe('caracal sighting');
     // Without decoding, an email body is not indexed raw (never headers or encoded blobs).
-    expect(extractUnits(doc).filter((u) => u.source === 'dialog').map((u) => u.idx)).toEqual([2]);
+    expect(
+      extractUnits(doc)
+        .filter((u) => u.source === 'dialog')
+        .map((u) => u.idx),
+    ).toEqual([2]);
   });
 });
 
@@ -155,8 +174,24 @@ describe('email vCons through REST and MCP', () => {
     forwarded: buildVcon({ subject: 'Returns', dialog: [emailDialog(FORWARDED)] }),
     malformed: buildVcon({ subject: 'Heating', dialog: [emailDialog(MALFORMED)] }),
     plain: buildVcon({ subject: 'Membership', dialog: [{ ...emailDialog(PLAIN_EMAIL), mediatype: 'text/plain' }] }),
-    encoded: buildVcon({ subject: 'Encoded', dialog: [emailDialog(Buffer.from(crlf(['Subject: bike', '', 'The tandem bicycle chain keeps slipping.'])).toString('base64url'), { encoding: 'base64url' })] }),
-    encodedText: buildVcon({ subject: 'Encoded text', dialog: [{ ...emailDialog(Buffer.from('My sourdough starter died in transit.').toString('base64url')), mediatype: 'text/plain', encoding: 'base64url' }] }),
+    encoded: buildVcon({
+      subject: 'Encoded',
+      dialog: [
+        emailDialog(Buffer.from(crlf(['Subject: bike', '', 'The tandem bicycle chain keeps slipping.'])).toString('base64url'), {
+          encoding: 'base64url',
+        }),
+      ],
+    }),
+    encodedText: buildVcon({
+      subject: 'Encoded text',
+      dialog: [
+        {
+          ...emailDialog(Buffer.from('My sourdough starter died in transit.').toString('base64url')),
+          mediatype: 'text/plain',
+          encoding: 'base64url',
+        },
+      ],
+    }),
     other: buildVcon({ subject: 'Unrelated', turns: ['I would like to change the delivery address of my order.'] }),
   };
   // A word only in each body, and a description of it for the semantic route.
@@ -199,8 +234,14 @@ describe('email vCons through REST and MCP', () => {
       expect((await tool(kind, word))[0]?.uuid, `mcp ${kind} ${word}`).toBe(uuid);
     }
     // One word against a whole message: among the first three of eight (the word's hashed feature).
-    expect((await rest('semantic', word)).slice(0, 3).map((r) => r.uuid), `semantic ${word}`).toContain(uuid);
-    expect((await tool('semantic', word)).slice(0, 3).map((r) => r.uuid), `mcp semantic ${word}`).toContain(uuid);
+    expect(
+      (await rest('semantic', word)).slice(0, 3).map((r) => r.uuid),
+      `semantic ${word}`,
+    ).toContain(uuid);
+    expect(
+      (await tool('semantic', word)).slice(0, 3).map((r) => r.uuid),
+      `mcp semantic ${word}`,
+    ).toContain(uuid);
     const [hit] = await rest('content', word);
     const snippet = hit.matches.find((m) => m.source === 'dialog')!.snippet;
     expect(snippet.toLowerCase()).toContain(word);

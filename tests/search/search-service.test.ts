@@ -67,7 +67,13 @@ describe('labelled retrieval set through the SQL path', () => {
     const provider = createEmbeddingProvider(configFor(t.schema));
     const wide = createSearchService({ repo: createSearchRepo(t.sql), queue: createEmbeddingQueueRepo(t.sql), provider, plugins: [] });
     // limit 1 → 6 candidates out of 45 vCons: the Hamming stage has to pick the right ones.
-    const tight = createSearchService({ repo: createSearchRepo(t.sql), queue: createEmbeddingQueueRepo(t.sql), provider, plugins: [], candidates: 1 });
+    const tight = createSearchService({
+      repo: createSearchRepo(t.sql),
+      queue: createEmbeddingQueueRepo(t.sql),
+      provider,
+      plugins: [],
+      candidates: 1,
+    });
     let same = 0;
     for (const q of set.queries) {
       const [a, b] = await Promise.all([wide.semantic({ q: q.q, limit: 1 }, internalCtx), tight.semantic({ q: q.q, limit: 1 }, internalCtx)]);
@@ -123,7 +129,13 @@ describe('vector spaces', () => {
     await glove.tags.set(docs[1].uuid as string, 'desk', 'baggage', internalCtx);
     await glove.tags.set(docs[2].uuid as string, 'desk', 'baggage', internalCtx);
     const provider = createEmbeddingProvider(configFor(t.schema));
-    const broad = createSearchService({ repo: createSearchRepo(t.sql), queue: createEmbeddingQueueRepo(t.sql), provider, plugins: [], selectiveTagVcons: 0 });
+    const broad = createSearchService({
+      repo: createSearchRepo(t.sql),
+      queue: createEmbeddingQueueRepo(t.sql),
+      provider,
+      plugins: [],
+      selectiveTagVcons: 0,
+    });
     const params = { q: 'luggage problem', tags: { desk: 'baggage' }, limit: 10 };
     const viaSql = (await glove.search.semantic(params, internalCtx)).results.map((r) => r.uuid);
     const viaMemory = (await broad.semantic(params, internalCtx)).results.map((r) => r.uuid);
@@ -181,9 +193,14 @@ describe('OpenAI-compatible provider', () => {
 
   test('embeds in the background through the queue; the vCon is found once drained', async () => {
     const port = (server.address() as AddressInfo).port;
-    const services = createServices(t.sql, configFor(t.schema, {
-      EMBEDDINGS_PROVIDER: 'openai', EMBEDDINGS_URL: `http://127.0.0.1:${port}/v1`, EMBEDDINGS_MODEL: 'fake-embed',
-    }));
+    const services = createServices(
+      t.sql,
+      configFor(t.schema, {
+        EMBEDDINGS_PROVIDER: 'openai',
+        EMBEDDINGS_URL: `http://127.0.0.1:${port}/v1`,
+        EMBEDDINGS_MODEL: 'fake-embed',
+      }),
+    );
     const v = buildVcon({ subject: 'Broken umbrella', turns: ['The umbrella frame snapped in the wind.'] });
     await services.vcons.create(v, internalCtx);
     // Keyword search is immediate; the semantic side follows within the worker's polling interval.
@@ -234,13 +251,20 @@ describe('the indexer entry point and the worker lifecycle', () => {
   });
 
   test('stop() ends the embedding worker of a remote provider: queued vCons stay queued', async () => {
-    const services = createServices(t.sql, configFor(t.schema, {
-      EMBEDDINGS_PROVIDER: 'openai', EMBEDDINGS_URL: 'http://127.0.0.1:9/v1', EMBEDDINGS_MODEL: 'never-called',
-    }));
+    const services = createServices(
+      t.sql,
+      configFor(t.schema, {
+        EMBEDDINGS_PROVIDER: 'openai',
+        EMBEDDINGS_URL: 'http://127.0.0.1:9/v1',
+        EMBEDDINGS_MODEL: 'never-called',
+      }),
+    );
     await services.stop();
     const v = buildVcon({ subject: 'Queued', turns: ['Nothing drains this one.'] });
     await services.vcons.create(v, internalCtx);
-    const [q] = await t.sql<{ n: number; attempts: number }[]>`select count(*)::int as n, coalesce(max(attempts), 0)::int as attempts from embedding_queue`;
+    const [q] = await t.sql<
+      { n: number; attempts: number }[]
+    >`select count(*)::int as n, coalesce(max(attempts), 0)::int as attempts from embedding_queue`;
     expect(q).toEqual({ n: 1, attempts: 0 });
   });
 });

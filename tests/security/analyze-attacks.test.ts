@@ -64,7 +64,7 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
 
   const beta_ = () => ws.schemas.beta;
 
-  test('finding 1: U& identifiers reach neither beta\'s rows, nor files, nor other sessions, nor slots', async () => {
+  test("finding 1: U& identifiers reach neither beta's rows, nor files, nor other sessions, nor slots", async () => {
     await refusedBoth(`select U&"\\0071uery_to_xml"('select subject from ${beta_()}.vcons',true,false,'')::text::int`);
     await refusedBoth(`select U&"!0071uery_to_xml" UESCAPE '!'('select subject from ${beta_()}.vcons',true,false,'')::text::int`);
     await refusedBoth(`select U&"\\0070g_read_file"('/etc/hostname')::int`);
@@ -96,7 +96,7 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
     await refusedBoth("select setting from pg_settings where name = 'data_directory'");
     await refusedBoth('select * from pg_hba_file_rules');
     await refusedBoth('select pg_describe_object(1259, g::oid, 0) from generate_series(16384, 20000) g');
-    await refusedBoth('select (select string_agg(pg_describe_object(1259, g::oid, 0), \',\') from generate_series(16384, 20000) g)::int');
+    await refusedBoth("select (select string_agg(pg_describe_object(1259, g::oid, 0), ',') from generate_series(16384, 20000) g)::int");
     await refusedBoth('select relname from pg_class');
     await refusedBoth(`select * from "${beta_()}".vcons`);
     // A view of the catalogs is expanded in the plan: its relations are checked as well.
@@ -105,7 +105,7 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
     await refusedBoth("select set_config('work_mem', '1GB', false)");
   }, 90_000);
 
-  test('finding 2: an advisory lock on beta\'s migrate key does not outlive the call; beta restarts', async () => {
+  test("finding 2: an advisory lock on beta's migrate key does not outlive the call; beta restarts", async () => {
     await refusedBoth(`select U&"\\0070g_advisory_lock"(hashtext('vcon-launch:migrate:${beta_()}'))`);
     await refusedBoth(`select pg_advisory_lock(hashtext('vcon-launch:migrate:${beta_()}'))`);
     const admin = adminSql();
@@ -146,7 +146,8 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
     u.password = creds.analyze_password;
     const sql = postgres(u.toString(), { max: 1, onnotice: () => {} });
     try {
-      const [s] = await sql`select current_setting('temp_file_limit') as t, current_setting('default_transaction_read_only') as ro, current_setting('statement_timeout') as st`;
+      const [s] =
+        await sql`select current_setting('temp_file_limit') as t, current_setting('default_transaction_read_only') as ro, current_setting('statement_timeout') as st`;
       expect(s).toEqual({ t: '64MB', ro: 'on', st: '10s' });
       await expect(sql.unsafe(`select count(*) from "${ws.schemas.alpha}".vcons`)).resolves.toHaveLength(1);
       for (const q of [
@@ -169,9 +170,17 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
   });
 
   test("alpha's own statements still run, as a restricted identity with roles", async () => {
-    const ok = await api(alpha, '/database/analyze', { method: 'POST', json: { query: "select count(*), max(subject), string_agg(lower(subject), ',') from vcons where created_at > now() - interval '1 day'", analyze: true } });
+    const ok = await api(alpha, '/database/analyze', {
+      method: 'POST',
+      json: {
+        query: "select count(*), max(subject), string_agg(lower(subject), ',') from vcons where created_at > now() - interval '1 day'",
+        analyze: true,
+      },
+    });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
-    expect(ok.body.data.note).toContain(mode.env.VCON_LAUNCH_ROLES === 'off' ? "the server's own database user" : "a role that may only read this group's tables");
+    expect(ok.body.data.note).toContain(
+      mode.env.VCON_LAUNCH_ROLES === 'off' ? "the server's own database user" : "a role that may only read this group's tables",
+    );
     const tool = await mcp.call('analyze_query', { query: 'select uuid, subject from vcons order by created_at desc limit 5' });
     expect(tool.isError, textOf(tool)).toBeFalsy();
     // A data error of alpha's statement says what went wrong without echoing the value.
@@ -189,7 +198,11 @@ describe('the analyze connection is discarded after each call', () => {
     // The plan check is the service's; here it lets everything through, to see what PostgreSQL keeps.
     const analyzer = createAnalyzeRepo({ url: databaseUrl(), schema });
     const r = await analyzer.explain(`select pg_advisory_lock(${key})`, {
-      analyze: true, timeoutMs: 5_000, workMemKb: 1024, tempFileLimitKb: 1024, inspect: () => undefined,
+      analyze: true,
+      timeoutMs: 5_000,
+      workMemKb: 1024,
+      tempFileLimitKb: 1024,
+      inspect: () => undefined,
     });
     expect(JSON.stringify(r.plan)).toContain('pg_advisory_lock');
     const admin = adminSql();

@@ -17,7 +17,10 @@ beforeAll(async () => {
   const seed = await s.api('/vcons', {
     method: 'POST',
     json: {
-      uuid: SEED, subject: 'alpha seed', created_at: '2025-06-01T12:00:00Z', parties: [{ name: 'Alice', tel: '+15550100' }],
+      uuid: SEED,
+      subject: 'alpha seed',
+      created_at: '2025-06-01T12:00:00Z',
+      parties: [{ name: 'Alice', tel: '+15550100' }],
       dialog: [{ type: 'text', encoding: 'none', body: 'alpha refund question', duration: 30 }],
       analysis: [{ type: 'summary', vendor: 'v', body: 'alpha summary' }],
       attachments: [{ purpose: 'tags', encoding: 'json', body: ['team:alpha'] }],
@@ -42,11 +45,25 @@ const paths = (r: { body: any }): string[] => (r.body.details ?? []).map((d: { p
 
 /** Every read that lists, searches or aggregates stored vCons: each must answer 200. */
 const READS = [
-  '/vcons', '/vcons?format=full', '/vcons?format=ids_only', '/vcons?subject=a', '/vcons?party_name=a',
-  '/vcons/search/content?q=alpha', '/vcons/search/semantic?q=alpha', '/vcons/search/hybrid?q=alpha',
-  `/tags/search?tags=${encodeURIComponent('{"team":"alpha"}')}`, '/tags',
-  '/analytics', '/analytics/growth', '/analytics/content', '/analytics/tags', '/analytics/attachments',
-  `/vcons/${SEED}`, `/vcons/${SEED}/analysis`, `/vcons/${SEED}/attachments`, `/vcons/${SEED}/tags`,
+  '/vcons',
+  '/vcons?format=full',
+  '/vcons?format=ids_only',
+  '/vcons?subject=a',
+  '/vcons?party_name=a',
+  '/vcons/search/content?q=alpha',
+  '/vcons/search/semantic?q=alpha',
+  '/vcons/search/hybrid?q=alpha',
+  `/tags/search?tags=${encodeURIComponent('{"team":"alpha"}')}`,
+  '/tags',
+  '/analytics',
+  '/analytics/growth',
+  '/analytics/content',
+  '/analytics/tags',
+  '/analytics/attachments',
+  `/vcons/${SEED}`,
+  `/vcons/${SEED}/analysis`,
+  `/vcons/${SEED}/attachments`,
+  `/vcons/${SEED}/tags`,
 ];
 
 async function expectEveryReadWorks() {
@@ -64,7 +81,7 @@ describe('finding 4: text PostgreSQL cannot hold', () => {
   const NUL = 'a\u0000b';
   const LONE = 'half \ud800 pair';
   const cases: { name: string; doc: Record<string, unknown>; path: string }[] = [
-    { name: 'a NUL in the subject (the issue\'s request)', doc: { subject: NUL }, path: 'subject' },
+    { name: "a NUL in the subject (the issue's request)", doc: { subject: NUL }, path: 'subject' },
     { name: 'a NUL in a party name', doc: { parties: [{ name: NUL }] }, path: 'parties[0].name' },
     { name: 'a NUL in an unknown field', doc: { x_note: NUL }, path: 'x_note' },
     { name: 'a NUL in a dialog body', doc: { dialog: [{ type: 'text', encoding: 'none', body: NUL }] }, path: 'dialog[0].body' },
@@ -75,7 +92,7 @@ describe('finding 4: text PostgreSQL cannot hold', () => {
     { name: 'a NUL in a field name', doc: { meta: { [NUL]: 1 } }, path: `meta.${NUL}` },
     { name: 'a lone surrogate in the subject', doc: { subject: LONE }, path: 'subject' },
     { name: 'a lone low surrogate in a party name', doc: { parties: [{ name: 'x\udfffy' }] }, path: 'parties[0].name' },
-    { name: 'a NUL in a signed vCon\'s envelope', doc: { payload: NUL, signatures: [{ protected: 'x', signature: 'y' }] }, path: 'payload' },
+    { name: "a NUL in a signed vCon's envelope", doc: { payload: NUL, signatures: [{ protected: 'x', signature: 'y' }] }, path: 'payload' },
   ];
 
   for (const c of cases) {
@@ -92,7 +109,11 @@ describe('finding 4: text PostgreSQL cannot hold', () => {
   }
 
   it('refuses them in a raw JSON body (escapes as sent on the wire)', async () => {
-    for (const [body, path] of [['{"subject":"a\\u0000b"}', 'subject'], ['{"subject":"half \\ud800 pair"}', 'subject'], ['{"parties":[{"name":"x\\udfffy"}]}', 'parties[0].name']]) {
+    for (const [body, path] of [
+      ['{"subject":"a\\u0000b"}', 'subject'],
+      ['{"subject":"half \\ud800 pair"}', 'subject'],
+      ['{"parties":[{"name":"x\\udfffy"}]}', 'parties[0].name'],
+    ]) {
       const r = await s.api('/vcons', { method: 'POST', body, headers: json });
       expectError(r, 400, 'validation_failed', body);
       expect(paths(r)).toEqual([path]);
@@ -108,7 +129,8 @@ describe('finding 4: text PostgreSQL cannot hold', () => {
       [400, 'parties[0].name'],
     ]);
     for (const kind of ['dialog', 'analysis', 'attachments']) {
-      const item = kind === 'dialog' ? { type: 'text', body: NUL } : kind === 'analysis' ? { type: 't', vendor: 'v', body: NUL } : { purpose: 'p', body: NUL };
+      const item =
+        kind === 'dialog' ? { type: 'text', body: NUL } : kind === 'analysis' ? { type: 't', vendor: 'v', body: NUL } : { purpose: 'p', body: NUL };
       const r = await s.api(`/vcons/${SEED}/${kind}`, { method: 'POST', json: item });
       expectError(r, 400, 'validation_failed', kind);
       expect(paths(r)).toEqual(['body']);
@@ -140,12 +162,16 @@ describe('finding 4: text PostgreSQL cannot hold', () => {
 describe('finding 6: dates outside 0001-9999 after the offset', () => {
   const OUT_OF_RANGE = ['0001-01-01T00:00:00%2B14:00', '9999-12-31T23:59:59-14:00', '0000-06-01'];
 
-  it('answers 400 naming the parameter on list, content and hybrid search, and analytics (the issue\'s requests)', async () => {
+  it("answers 400 naming the parameter on list, content and hybrid search, and analytics (the issue's requests)", async () => {
     for (const v of OUT_OF_RANGE) {
       for (const [base, param] of [
-        ['/vcons?', 'start_date'], ['/vcons?', 'end_date'],
-        ['/vcons/search/content?q=alpha&', 'start_date'], ['/vcons/search/hybrid?q=alpha&', 'end_date'],
-        ['/analytics?', 'start_date'], ['/analytics/content?', 'start_date'], ['/analytics/content?', 'end_date'],
+        ['/vcons?', 'start_date'],
+        ['/vcons?', 'end_date'],
+        ['/vcons/search/content?q=alpha&', 'start_date'],
+        ['/vcons/search/hybrid?q=alpha&', 'end_date'],
+        ['/analytics?', 'start_date'],
+        ['/analytics/content?', 'start_date'],
+        ['/analytics/content?', 'end_date'],
       ]) {
         const r = await s.api(`${base}${param}=${v}`);
         expectError(r, 400, 'invalid_parameter', `${base}${param}=${v}`);
@@ -162,7 +188,12 @@ describe('finding 6: dates outside 0001-9999 after the offset', () => {
     expect((await s.api('/vcons?start_date=0001-01-01&format=ids_only')).body.data).toEqual([SEED]);
     // Years below 100 are not 19xx: nothing was created before 0099-12-31.
     expect((await s.api('/vcons?end_date=0099-12-31&format=ids_only')).body.data).toEqual([]);
-    for (const path of ['/vcons/search/content?q=alpha&end_date=9999-12-31', '/vcons/search/hybrid?q=alpha&end_date=9999-12-31T23:59:59.999Z', '/analytics?end_date=9999-12-31', '/analytics/content?start_date=0001-01-01&end_date=9999-12-31']) {
+    for (const path of [
+      '/vcons/search/content?q=alpha&end_date=9999-12-31',
+      '/vcons/search/hybrid?q=alpha&end_date=9999-12-31T23:59:59.999Z',
+      '/analytics?end_date=9999-12-31',
+      '/analytics/content?start_date=0001-01-01&end_date=9999-12-31',
+    ]) {
       expect((await s.api(path)).status, path).toBe(200);
     }
   });
@@ -175,7 +206,10 @@ describe('finding 6: dates outside 0001-9999 after the offset', () => {
       const m = await mcp.call('create_vcon', { vcon: { created_at } });
       expect(m.structuredContent.details.map((d: { path: string }) => d.path)).toEqual(['created_at']);
     }
-    const ok = await s.api('/vcons', { method: 'POST', json: { uuid: '0195a1c2-0000-4000-8000-0000000bad02', created_at: '0001-01-01T00:00:00-01:00' } });
+    const ok = await s.api('/vcons', {
+      method: 'POST',
+      json: { uuid: '0195a1c2-0000-4000-8000-0000000bad02', created_at: '0001-01-01T00:00:00-01:00' },
+    });
     expect(ok.status).toBe(201);
     expect((await s.api('/vcons/0195a1c2-0000-4000-8000-0000000bad02', { method: 'DELETE' })).status).toBe(200);
   });
@@ -212,7 +246,7 @@ describe('finding 6: absurd durations', () => {
 });
 
 describe('finding 6: example types that are Object.prototype members', () => {
-  it('answers 404 example_not_found as JSON, without a key (the issue\'s requests)', async () => {
+  it("answers 404 example_not_found as JSON, without a key (the issue's requests)", async () => {
     for (const type of ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf']) {
       const r = await s.api(`/examples/${type}`, { key: null });
       expectError(r, 404, 'example_not_found', type);
@@ -232,7 +266,7 @@ describe('finding 6: example types that are Object.prototype members', () => {
 });
 
 describe('finding 6: undecodable path parameters', () => {
-  it('answers 400 invalid_parameter as JSON (the issue\'s requests)', async () => {
+  it("answers 400 invalid_parameter as JSON (the issue's requests)", async () => {
     for (const path of ['/examples/%FF', '/vcons/%FF', '/vcons/%E0%A4%A/tags', `/vcons/${SEED}/tags/%C0`]) {
       const r = await s.api(path, { key: path.startsWith('/examples') ? null : undefined });
       expectError(r, 400, 'invalid_parameter', path);

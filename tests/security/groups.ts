@@ -71,7 +71,18 @@ function markersFor(g: string): Markers {
 }
 
 /** The markers that are document content (what logs must never carry). */
-export const contentMarkers = (m: Markers) => [m.subject, m.party, m.email, m.dialog, m.analysis, m.summary, m.attachment, m.legacyBody, m.tagValue, m.status];
+export const contentMarkers = (m: Markers) => [
+  m.subject,
+  m.party,
+  m.email,
+  m.dialog,
+  m.analysis,
+  m.summary,
+  m.attachment,
+  m.legacyBody,
+  m.tagValue,
+  m.status,
+];
 
 /** Every string by which another group's data could be recognised in an answer. */
 export const leakMarkers = (g: Group) => [...Object.values(g.markers), ...g.ownUuids, g.schema, g.rwKey, g.roKey];
@@ -145,7 +156,10 @@ export async function startGroup(name: 'a' | 'b', shared: string, extra: number,
   const created = await api('/vcons/batch', { method: 'POST', json: docs });
   if (created.status !== 201) throw new Error(`seeding ${name}: ${created.status} ${created.text}`);
   for (const u of [shared, ...ownUuids.slice(0, taggedExtra)]) {
-    for (const [k, v] of [[markers.tagKey, markers.tagValue], ['status', markers.status]]) {
+    for (const [k, v] of [
+      [markers.tagKey, markers.tagValue],
+      ['status', markers.status],
+    ]) {
       const r = await api(`/vcons/${u}/tags/${k}`, { method: 'PUT', json: { value: v } });
       if (r.status !== 200) throw new Error(`tagging ${name}: ${r.status} ${r.text}`);
     }

@@ -12,7 +12,9 @@ beforeAll(async () => {
   const seed = await s.api('/vcons', {
     method: 'POST',
     json: {
-      uuid: UUID, subject: 'seed', parties: [{ name: 'Seed', tel: '+15550100' }],
+      uuid: UUID,
+      subject: 'seed',
+      parties: [{ name: 'Seed', tel: '+15550100' }],
       dialog: [{ type: 'text', encoding: 'none', body: 'hello there' }],
       analysis: [{ type: 'summary', vendor: 'v', body: 'greeting' }],
       attachments: [{ purpose: 'tags', encoding: 'json', body: ['k:v'] }],
@@ -23,36 +25,102 @@ beforeAll(async () => {
 afterAll(() => s?.close());
 
 const INJECTIONS = [
-  "' OR 1=1 --", "'; drop table vcons; --", '" OR ""="', '1; select pg_sleep(5)', '$(rm -rf /)', '`id`',
-  '../../etc/passwd', '..%2f..%2fetc%2fpasswd', '%00', '\u0000', '{{7*7}}', '${7*7}', '<script>alert(1)</script>',
-  'public.vcons', 'pg_catalog.pg_user', '\\', '%', '_', "'", '"', 'NaN', 'Infinity', '-0', '1e309', '9'.repeat(40),
-  '\ud800', '\udfff', '👍🏽', '\u202e', 'ǅ', ' '.repeat(3), '\n\r\t', 'a'.repeat(5000),
+  "' OR 1=1 --",
+  "'; drop table vcons; --",
+  '" OR ""="',
+  '1; select pg_sleep(5)',
+  '$(rm -rf /)',
+  '`id`',
+  '../../etc/passwd',
+  '..%2f..%2fetc%2fpasswd',
+  '%00',
+  '\u0000',
+  '{{7*7}}',
+  '${7*7}',
+  '<script>alert(1)</script>',
+  'public.vcons',
+  'pg_catalog.pg_user',
+  '\\',
+  '%',
+  '_',
+  "'",
+  '"',
+  'NaN',
+  'Infinity',
+  '-0',
+  '1e309',
+  '9'.repeat(40),
+  '\ud800',
+  '\udfff',
+  '👍🏽',
+  '\u202e',
+  'ǅ',
+  ' '.repeat(3),
+  '\n\r\t',
+  'a'.repeat(5000),
 ];
-const hostile = fc.oneof(fc.constantFrom(...INJECTIONS), fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.integer().map(String));
+const hostile = fc.oneof(
+  fc.constantFrom(...INJECTIONS),
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.integer().map(String),
+);
 
 type Req = { method: string; path: string; body?: string; headers?: Record<string, string>; kind: 'read' | 'write' };
 const enc = encodeURIComponent;
 
 const readPaths = (h: string): string[] => [
-  `/vcons?limit=${enc(h)}`, `/vcons?offset=${enc(h)}`, `/vcons?format=${enc(h)}`, `/vcons?subject=${enc(h)}`,
-  `/vcons?party_name=${enc(h)}`, `/vcons?party_email=${enc(h)}`, `/vcons?party_tel=${enc(h)}`,
-  `/vcons?start_date=${enc(h)}`, `/vcons?end_date=${enc(h)}`, `/vcons?tags=${enc(h)}`,
-  `/vcons/${enc(h)}`, `/vcons/${UUID}?format=${enc(h)}`, `/vcons/${enc(h)}/analysis`, `/vcons/${UUID}/analysis?type=${enc(h)}`,
-  `/vcons/${UUID}/attachments?purpose=${enc(h)}`, `/vcons/${UUID}/attachments?type=${enc(h)}`,
-  `/vcons/${UUID}/tags?key=${enc(h)}`, `/tags/search?tags=${enc(h)}`, `/tags/search?tags=${enc(JSON.stringify({ [h]: h }))}&limit=${enc(h)}`,
-  `/discovery/attachments/purposes?min_count=${enc(h)}`, `/discovery/analysis/types?include_counts=${enc(h)}`,
-  `/vcons/search/content?q=${enc(h)}`, `/vcons/search/semantic?q=${enc(h)}&threshold=${enc(h)}`, `/vcons/search/hybrid?q=${enc(h)}&limit=${enc(h)}`,
-  `/analytics/growth?months_back=${enc(h)}`, `/analytics/growth?granularity=${enc(h)}`, `/analytics/content?start_date=${enc(h)}`,
+  `/vcons?limit=${enc(h)}`,
+  `/vcons?offset=${enc(h)}`,
+  `/vcons?format=${enc(h)}`,
+  `/vcons?subject=${enc(h)}`,
+  `/vcons?party_name=${enc(h)}`,
+  `/vcons?party_email=${enc(h)}`,
+  `/vcons?party_tel=${enc(h)}`,
+  `/vcons?start_date=${enc(h)}`,
+  `/vcons?end_date=${enc(h)}`,
+  `/vcons?tags=${enc(h)}`,
+  `/vcons/${enc(h)}`,
+  `/vcons/${UUID}?format=${enc(h)}`,
+  `/vcons/${enc(h)}/analysis`,
+  `/vcons/${UUID}/analysis?type=${enc(h)}`,
+  `/vcons/${UUID}/attachments?purpose=${enc(h)}`,
+  `/vcons/${UUID}/attachments?type=${enc(h)}`,
+  `/vcons/${UUID}/tags?key=${enc(h)}`,
+  `/tags/search?tags=${enc(h)}`,
+  `/tags/search?tags=${enc(JSON.stringify({ [h]: h }))}&limit=${enc(h)}`,
+  `/discovery/attachments/purposes?min_count=${enc(h)}`,
+  `/discovery/analysis/types?include_counts=${enc(h)}`,
+  `/vcons/search/content?q=${enc(h)}`,
+  `/vcons/search/semantic?q=${enc(h)}&threshold=${enc(h)}`,
+  `/vcons/search/hybrid?q=${enc(h)}&limit=${enc(h)}`,
+  `/analytics/growth?months_back=${enc(h)}`,
+  `/analytics/growth?granularity=${enc(h)}`,
+  `/analytics/content?start_date=${enc(h)}`,
   `/examples/${enc(h)}`,
 ];
 
 /** Bodies that are never a valid document: malformed JSON, wrong top-level types, wrong field types. */
 const badBodies = (h: string): string[] => [
-  `{"subject": ${h.length}`, '{', '[', 'nul', `"${'x'.repeat(10)}`, JSON.stringify(h), JSON.stringify([h]), '12', 'true', 'null',
-  JSON.stringify({ uuid: h + '-not-uuid' }), JSON.stringify({ created_at: h + 'not a date' }), JSON.stringify({ parties: h }),
-  JSON.stringify({ dialog: [{ type: h + '-x' }] }), JSON.stringify({ analysis: [{ type: 'x', vendor: h, body: { o: h } }] }),
-  JSON.stringify({ dialog: [{ type: 'text', parties: [1e9] }] }), JSON.stringify({ subject: 5, extensions: h }),
-  JSON.stringify({ attachments: [{ encoding: h + '-enc' }] }), '{"a":' .repeat(300) + '1' + '}'.repeat(300),
+  `{"subject": ${h.length}`,
+  '{',
+  '[',
+  'nul',
+  `"${'x'.repeat(10)}`,
+  JSON.stringify(h),
+  JSON.stringify([h]),
+  '12',
+  'true',
+  'null',
+  JSON.stringify({ uuid: h + '-not-uuid' }),
+  JSON.stringify({ created_at: h + 'not a date' }),
+  JSON.stringify({ parties: h }),
+  JSON.stringify({ dialog: [{ type: h + '-x' }] }),
+  JSON.stringify({ analysis: [{ type: 'x', vendor: h, body: { o: h } }] }),
+  JSON.stringify({ dialog: [{ type: 'text', parties: [1e9] }] }),
+  JSON.stringify({ subject: 5, extensions: h }),
+  JSON.stringify({ attachments: [{ encoding: h + '-enc' }] }),
+  '{"a":'.repeat(300) + '1' + '}'.repeat(300),
 ];
 
 const writeReqs = (h: string): Req[] => {
@@ -85,7 +153,9 @@ const writeReqs = (h: string): Req[] => {
 
 async function snapshot() {
   const sql = s.instance.sql;
-  const [v] = await sql<{ h: string; n: number }[]>`select md5(string_agg(uuid::text || doc::text, ',' order by uuid)) as h, count(*)::int as n from vcons`;
+  const [v] = await sql<
+    { h: string; n: number }[]
+  >`select md5(string_agg(uuid::text || doc::text, ',' order by uuid)) as h, count(*)::int as n from vcons`;
   const derived: Record<string, number> = {};
   for (const t of ['vcon_parties', 'vcon_dialogs', 'vcon_analyses', 'vcon_attachments', 'vcon_tags', 'search_units']) {
     derived[t] = (await sql<{ n: number }[]>`select count(*)::int as n from ${sql(t)}`)[0].n;
@@ -120,7 +190,8 @@ describe('hostile input', () => {
         const where = `${r.method} ${r.path.slice(0, 120)} → ${res.status} ${text.slice(0, 200)}`;
         if (res.status >= 500) failures.push(where);
         else if (res.status >= 400) {
-          if (!(body && body.success === false && typeof body.error === 'string' && typeof body.message === 'string')) failures.push(`format: ${where}`);
+          if (!(body && body.success === false && typeof body.error === 'string' && typeof body.message === 'string'))
+            failures.push(`format: ${where}`);
         } else if (r.kind === 'write') failures.push(`accepted: ${where}`);
       }
     };

@@ -34,9 +34,12 @@ afterAll(async () => {
 });
 
 describe('per-group roles', () => {
-  it('neither role can read, write or create anything in the other group\'s schema', async () => {
+  it("neither role can read, write or create anything in the other group's schema", async () => {
     expect(tables).toEqual(expect.arrayContaining(['vcons', 'vcon_parties', 'vcon_tags', 'search_units', 'vcon_analyses', 'vcon_attachments']));
-    for (const [self, other] of [['ra', 'rb'], ['rb', 'ra']]) {
+    for (const [self, other] of [
+      ['ra', 'rb'],
+      ['rb', 'ra'],
+    ]) {
       const sql = postgres(urlIn(path.join(ws.envDir, `${self}.env`)), { max: 1, onnotice: () => {} });
       const o = ws.schemas[other];
       try {
@@ -46,7 +49,9 @@ describe('per-group roles', () => {
         for (const t of tables) {
           await expect(sql.unsafe(`select * from "${o}"."${t}" limit 1`), `${self} reads ${o}.${t}`).rejects.toMatchObject({ code: '42501' });
         }
-        await expect(sql.unsafe(`insert into "${o}".vcon_tags (vcon_uuid, key, value) values (gen_random_uuid(), 'k', 'v')`)).rejects.toMatchObject({ code: '42501' });
+        await expect(sql.unsafe(`insert into "${o}".vcon_tags (vcon_uuid, key, value) values (gen_random_uuid(), 'k', 'v')`)).rejects.toMatchObject({
+          code: '42501',
+        });
         await expect(sql.unsafe(`create table "${o}".intruder (x int)`)).rejects.toMatchObject({ code: '42501' });
         await expect(sql.unsafe(`alter schema "${o}" rename to stolen`)).rejects.toMatchObject({ code: '42501' });
         await expect(sql.unsafe(`grant usage on schema "${o}" to current_user`)).rejects.toMatchObject({ code: '42501' });
@@ -58,7 +63,7 @@ describe('per-group roles', () => {
     }
   });
 
-  it('an instance connecting as one group\'s role but configured with the other\'s schema refuses to start', async () => {
+  it("an instance connecting as one group's role but configured with the other's schema refuses to start", async () => {
     const config = parseConfig({
       MCP_TRANSPORT: 'http',
       MCP_HTTP_PORT: '0',

@@ -78,9 +78,31 @@ function readProbes(self: Group, other: Group): Probe[] {
     { method: 'POST', path: '/database/analyze', json: { query: 'select * from vcons', analyze: true }, status: 200 },
     { method: 'POST', path: '/database/analyze', json: { query: `select * from "${other.schema}".vcons` }, status: 400 },
     // Exfiltration attempts: the other group's text in an error message or in the catalogs.
-    { method: 'POST', path: '/database/analyze', json: { query: `select (select string_agg(subject, ',') from "${other.schema}".vcons)::int`, analyze: true }, status: 400 },
-    { method: 'POST', path: '/database/analyze', json: { query: `select (select string_agg(most_common_vals::text, ',') from pg_stats where schemaname = '${other.schema}')::int`, analyze: true }, status: 400 },
-    { method: 'POST', path: '/database/analyze', json: { query: "select (select string_agg(nspname || '.' || relname, ',') from pg_class c join pg_namespace n on n.oid = c.relnamespace where relname like '%table%')::int", analyze: true }, status: 400 },
+    {
+      method: 'POST',
+      path: '/database/analyze',
+      json: { query: `select (select string_agg(subject, ',') from "${other.schema}".vcons)::int`, analyze: true },
+      status: 400,
+    },
+    {
+      method: 'POST',
+      path: '/database/analyze',
+      json: {
+        query: `select (select string_agg(most_common_vals::text, ',') from pg_stats where schemaname = '${other.schema}')::int`,
+        analyze: true,
+      },
+      status: 400,
+    },
+    {
+      method: 'POST',
+      path: '/database/analyze',
+      json: {
+        query:
+          "select (select string_agg(nspname || '.' || relname, ',') from pg_class c join pg_namespace n on n.oid = c.relnamespace where relname like '%table%')::int",
+        analyze: true,
+      },
+      status: 400,
+    },
     { method: 'GET', path: '/analytics', status: 200 },
     { method: 'GET', path: '/analytics/growth?granularity=day&months_back=1', status: 200 },
     { method: 'GET', path: '/analytics/content', status: 200 },
@@ -99,7 +121,12 @@ const writeRoutes = (g: Group): Probe[] => [
   { method: 'POST', path: '/vcons', json: documentFor(g.markers, SHARED), status: 200 },
   { method: 'POST', path: '/vcons/batch', json: [documentFor(g.markers, SHARED)], status: 201 },
   { method: 'PATCH', path: `/vcons/${SHARED}`, json: { subject: 'patched' }, status: 200 },
-  { method: 'POST', path: `/vcons/${SHARED}/dialog`, json: { type: 'text', start: new Date().toISOString(), parties: [0], body: 'appended', encoding: 'none' }, status: 201 },
+  {
+    method: 'POST',
+    path: `/vcons/${SHARED}/dialog`,
+    json: { type: 'text', start: new Date().toISOString(), parties: [0], body: 'appended', encoding: 'none' },
+    status: 201,
+  },
   { method: 'POST', path: `/vcons/${SHARED}/analysis`, json: { type: 'note', vendor: 'probe', body: 'appended', encoding: 'none' }, status: 201 },
   { method: 'POST', path: `/vcons/${SHARED}/attachments`, json: { purpose: 'probe', encoding: 'none', body: 'appended' }, status: 201 },
   { method: 'PUT', path: `/vcons/${SHARED}/tags/probe`, json: { value: 'x' }, status: 200 },
@@ -108,10 +135,14 @@ const writeRoutes = (g: Group): Probe[] => [
   { method: 'DELETE', path: `/vcons/${SHARED}`, status: 200 },
 ];
 
-const pairs = () => [[a, b], [b, a]] as const;
+const pairs = () =>
+  [
+    [a, b],
+    [b, a],
+  ] as const;
 
 describe('keys are per group', () => {
-  it('the other group\'s read-write and read-only keys get 401 on every authenticated REST route', async () => {
+  it("the other group's read-write and read-only keys get 401 on every authenticated REST route", async () => {
     let probes = 0;
     for (const [self, other] of pairs()) {
       for (const p of [...readProbes(self, other), ...writeRoutes(self)]) {
@@ -140,7 +171,12 @@ describe('keys are per group', () => {
         const res = await fetch(`${self.url}/mcp`, {
           method: 'POST',
           headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'probe', version: '1' } } }),
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'probe', version: '1' } },
+          }),
         });
         expect(res.status).toBe(401);
         expect(await res.json()).toMatchObject({ success: false, error: 'unauthorized' });
@@ -169,8 +205,8 @@ describe('keys are per group', () => {
   });
 });
 
-describe('REST with the group\'s own key', () => {
-  it('every read route answers with this group\'s data only', async () => {
+describe("REST with the group's own key", () => {
+  it("every read route answers with this group's data only", async () => {
     let probes = 0;
     for (const [self, other] of pairs()) {
       for (const p of readProbes(self, other)) {
@@ -196,7 +232,10 @@ describe('REST with the group\'s own key', () => {
         for (const kind of ['content', 'semantic', 'hybrid']) {
           const r = await self.api(`/vcons/search/${kind}?q=${q}&threshold=0.99`);
           const uuids = (r.body.results as { uuid: string }[]).map((x) => x.uuid);
-          expect(uuids.filter((u) => other.ownUuids.includes(u)), `${kind} ${q}`).toEqual([]);
+          expect(
+            uuids.filter((u) => other.ownUuids.includes(u)),
+            `${kind} ${q}`,
+          ).toEqual([]);
           if (kind === 'content') expect(r.body.count, `${kind} ${q} on ${self.name}`).toBe(0);
         }
       }
@@ -210,7 +249,7 @@ describe('REST with the group\'s own key', () => {
     }
   });
 
-  it('every count and figure is this group\'s own', async () => {
+  it("every count and figure is this group's own", async () => {
     for (const [self] of pairs()) {
       const list = (await self.api('/vcons?limit=100&format=ids_only')).body.data as string[];
       expect(list.sort()).toEqual([SHARED, ...self.ownUuids].sort());
@@ -278,7 +317,10 @@ describe('writes through one group', () => {
       // Restore this group's copy for the next probes.
       const doc = documentFor(self.markers, SHARED);
       expect((await self.api('/vcons', { method: 'POST', json: doc })).status).toBe(201);
-      for (const [k, v] of [[self.markers.tagKey, self.markers.tagValue], ['status', self.markers.status]]) {
+      for (const [k, v] of [
+        [self.markers.tagKey, self.markers.tagValue],
+        ['status', self.markers.status],
+      ]) {
         expect((await self.api(`/vcons/${SHARED}/tags/${k}`, { method: 'PUT', json: { value: v } })).status).toBe(200);
       }
     }
@@ -324,14 +366,17 @@ function toolCalls(self: Group, other: Group): Record<string, Record<string, unk
     add_dialog: [{ uuid: SHARED, dialog: { type: 'text', start: new Date().toISOString(), parties: [0], body: 'mcp', encoding: 'none' } }],
     add_analysis: [{ uuid: SHARED, analysis: { type: 'note', vendor: 'probe', body: 'mcp', encoding: 'none' } }],
     add_attachment: [{ uuid: SHARED, attachment: { purpose: 'probe', encoding: 'none', body: 'mcp' } }],
-    manage_tag: [{ uuid: SHARED, action: 'set', key: 'probe', value: 'x' }, { uuid: SHARED, action: 'remove', key: 'probe' }],
+    manage_tag: [
+      { uuid: SHARED, action: 'set', key: 'probe', value: 'x' },
+      { uuid: SHARED, action: 'remove', key: 'probe' },
+    ],
     remove_all_tags: [{ uuid: SHARED }],
     delete_vcon: [{ uuid: SHARED }],
   };
 }
 
-describe('MCP with the group\'s own key', () => {
-  it('every tool and every resource answers with this group\'s data only', async () => {
+describe("MCP with the group's own key", () => {
+  it("every tool and every resource answers with this group's data only", async () => {
     let calls = 0;
     for (const [self, other] of pairs()) {
       const session = await connectHttp(self.url, self.rwKey);
@@ -364,12 +409,18 @@ describe('MCP with the group\'s own key', () => {
           calls++;
         }
         const before = await snapshot(other);
-        const order = [...TOOLS.filter((t) => t.scope === 'read'), ...TOOLS.filter((t) => t.scope === 'write' && t.name !== 'delete_vcon'), TOOLS.find((t) => t.name === 'delete_vcon')!];
+        const order = [
+          ...TOOLS.filter((t) => t.scope === 'read'),
+          ...TOOLS.filter((t) => t.scope === 'write' && t.name !== 'delete_vcon'),
+          TOOLS.find((t) => t.name === 'delete_vcon')!,
+        ];
         for (const tool of order) {
           for (const args of table[tool.name]) {
             const r = await session.call(tool.name, args);
             const text = JSON.stringify(r);
-            expect(leaksIn(text, other, JSON.stringify(args)), `${tool.name} ${JSON.stringify(args)} on ${self.name}: ${text.slice(0, 300)}`).toEqual([]);
+            expect(leaksIn(text, other, JSON.stringify(args)), `${tool.name} ${JSON.stringify(args)} on ${self.name}: ${text.slice(0, 300)}`).toEqual(
+              [],
+            );
             calls++;
           }
         }

@@ -9,7 +9,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 let s: TestServer;
 const N = 12;
 const uuidOf = (i: number) => `cccccccc-0000-4000-8000-${String(i).padStart(12, '0')}`;
-const subjectOf = (i: number) => `pooled check ${i} ${'xyzzy'.repeat(i % 3 + 1)}`;
+const subjectOf = (i: number) => `pooled check ${i} ${'xyzzy'.repeat((i % 3) + 1)}`;
 
 beforeAll(async () => {
   // A small pool, so the failing queries and the requests share connections.
@@ -36,7 +36,12 @@ const probes: Probe[] = [
   },
   async () => {
     const r = await s.api('/vcons?limit=5&offset=2');
-    const ok = r.status === 200 && r.body.data.length === 5 && r.body.data.every((d: { uuid: string; subject: string } | null, k: number) => d?.uuid === newestFirst[2 + k] && d?.subject === subjectOf(N - 3 - k));
+    const ok =
+      r.status === 200 &&
+      r.body.data.length === 5 &&
+      r.body.data.every(
+        (d: { uuid: string; subject: string } | null, k: number) => d?.uuid === newestFirst[2 + k] && d?.subject === subjectOf(N - 3 - k),
+      );
     return ok ? null : `metadata page: ${r.status} ${JSON.stringify(r.body)}`;
   },
   ...Array.from({ length: N }, (_, i): Probe => async () => {
@@ -45,7 +50,8 @@ const probes: Probe[] = [
   }),
   ...Array.from({ length: 4 }, (_, i): Probe => async () => {
     const r = await s.api(`/vcons/search/content?q=quasar${i}`);
-    const ok = r.status === 200 && r.body.results.length === 1 && r.body.results[0]?.uuid === uuidOf(i) && r.body.results[0]?.subject === subjectOf(i);
+    const ok =
+      r.status === 200 && r.body.results.length === 1 && r.body.results[0]?.uuid === uuidOf(i) && r.body.results[0]?.subject === subjectOf(i);
     return ok ? null : `search ${i}: ${r.status} ${JSON.stringify(r.body)}`;
   }),
   async () => {
@@ -54,7 +60,9 @@ const probes: Probe[] = [
   },
   async () => {
     const r = await s.api('/analytics/content');
-    return r.status === 200 && JSON.stringify(r.body).includes(`"vcons":${N}`) ? null : `analytics: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`;
+    return r.status === 200 && JSON.stringify(r.body).includes(`"vcons":${N}`)
+      ? null
+      : `analytics: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`;
   },
 ];
 

@@ -19,7 +19,11 @@ describe('connection budget', () => {
 
   it('shares what is left evenly, at most 10 each, and 50 groups fit on max_connections 100', () => {
     expect(planDatabase([req('a'), req('b')], limits, { reserve: undefined, held: [] }).allocations.map((a) => a.pool)).toEqual([10, 10]);
-    const fifty = planDatabase(Array.from({ length: 50 }, (_, i) => req(`g${i}`)), limits, { reserve: undefined, held: [] });
+    const fifty = planDatabase(
+      Array.from({ length: 50 }, (_, i) => req(`g${i}`)),
+      limits,
+      { reserve: undefined, held: [] },
+    );
     expect(fifty.refusal).toBeUndefined();
     expect(fifty.available).toBe(87);
     expect(fifty.allocations.every((a) => a.pool === 1)).toBe(true);
@@ -32,7 +36,10 @@ describe('connection budget', () => {
     });
     // 100 − 3 − 7 − 30 = 60; b takes 10; a's 3 processes share 50 → 10 each (the cap).
     expect(b.available).toBe(60);
-    expect(b.allocations).toMatchObject([{ group: 'a', pool: 10, replicas: 3 }, { group: 'b', pool: 5, replicas: 2, explicit: true }]);
+    expect(b.allocations).toMatchObject([
+      { group: 'a', pool: 10, replicas: 3 },
+      { group: 'b', pool: 5, replicas: 2, explicit: true },
+    ]);
     const tight = planDatabase([req('a', { replicas: 3 }), req('b', { explicitPool: 5, replicas: 2 })], limits, {
       reserve: 7,
       held: [{ group: 'r', databaseKey: 'h:5432/db', connections: 80 }],
@@ -44,7 +51,11 @@ describe('connection budget', () => {
   });
 
   it('leaves groups behind PgBouncer out of the server budget', () => {
-    const b = planDatabase([req('p', { pooled: true })], { maxConnections: 0, superuserReserved: 0, reservedConnections: 0 }, { reserve: undefined, held: [] });
+    const b = planDatabase(
+      [req('p', { pooled: true })],
+      { maxConnections: 0, superuserReserved: 0, reservedConnections: 0 },
+      { reserve: undefined, held: [] },
+    );
     expect(b.refusal).toBeUndefined();
     expect(b.allocations[0]).toMatchObject({ pool: 10, pooled: true });
   });

@@ -21,7 +21,14 @@ const THROWN: [string, () => unknown][] = [
   ['database down', () => Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })],
   ['bug', () => new TypeError('x is undefined')],
   ['a string', () => 'thrown text'],
-  ['a hostile object', () => ({ get message() { throw new Error('no'); } })],
+  [
+    'a hostile object',
+    () => ({
+      get message() {
+        throw new Error('no');
+      },
+    }),
+  ],
 ];
 
 let server: Server;
