@@ -30,8 +30,9 @@ export class InvalidParameterError extends AppError {
     readonly parameter: string,
     problem: string,
     hint?: string,
+    details: ErrorDetail[] = [{ path: parameter, message: problem }],
   ) {
-    super(400, 'invalid_parameter', `${parameter}: ${problem}`, [{ path: parameter, message: problem }], hint);
+    super(400, 'invalid_parameter', `${parameter}: ${problem}`, details, hint);
   }
 }
 
@@ -57,6 +58,34 @@ export function formatPath(path: readonly PropertyKey[]): string {
     else out += out ? `.${String(seg)}` : String(seg);
   }
   return out || '(root)';
+}
+
+/** What `issueDetails` reads of a zod issue (structurally, so this module needs no zod). */
+interface Issue {
+  code: string;
+  path: readonly PropertyKey[];
+  message: string;
+  keys?: readonly string[];
+  issues?: readonly Issue[];
+}
+
+/**
+ * Zod issues as API.md details, every problem with its path: an unknown field is named by its
+ * own path, and a bad record key reports the key's own problem (not the record's).
+ */
+export function issueDetails(issues: readonly Issue[], prefix: readonly PropertyKey[] = []): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  for (const issue of issues) {
+    const at = [...prefix, ...issue.path];
+    if (issue.code === 'unrecognized_keys' && issue.keys) {
+      for (const key of issue.keys) out.push({ path: formatPath([...at, key]), message: issue.message });
+    } else if (issue.code === 'invalid_key' && issue.issues?.length) {
+      out.push({ path: formatPath(at), message: issue.issues[0].message });
+    } else {
+      out.push({ path: formatPath(at), message: issue.message });
+    }
+  }
+  return out;
 }
 
 const UNAVAILABLE_CODES = new Set([
