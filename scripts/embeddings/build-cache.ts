@@ -3,7 +3,7 @@
 // Never fails an install: without the package the default provider reports it at start instead.
 import { loadConfig } from '../../src/config.js';
 import { embeddingsCacheDir } from '../../src/embeddings/index.js';
-import { ensureCache, findSourceJson, loadCache } from '../../src/embeddings/glove-cache.js';
+import { ensureCache, findSourceJson, openCache } from '../../src/embeddings/glove-cache.js';
 import { isMain } from './util.js';
 
 export async function buildEmbeddingCache(dataDir: string): Promise<{ file: string; words: number; bytes: number } | undefined> {
@@ -11,9 +11,10 @@ export async function buildEmbeddingCache(dataDir: string): Promise<{ file: stri
   const file = await ensureCache(embeddingsCacheDir(dataDir), {
     onBuild: ({ phase, ms }) => process.stderr.write(phase === 'start' ? 'building the word-vector cache…\n' : `built in ${ms} ms\n`),
   });
-  const wv = loadCache(file);
+  const wv = openCache(file);
+  wv.close();
   const { size } = await import('node:fs').then((fs) => fs.statSync(file));
-  return { file, words: wv.words.length, bytes: size };
+  return { file, words: wv.count, bytes: size };
 }
 
 if (isMain(import.meta.url)) {

@@ -4,7 +4,7 @@
 import type { EmbeddingProvider } from './types.js';
 import { contentTokens, editDistance, MODEL_VERSION, normalize } from './text.js';
 import { addHashedFeatures, DEFAULT_HASH_DIMS } from './hashing.js';
-import type { WordVectors } from './glove-cache.js';
+import { computeCommon, sifWeight, trigrams, type WordVectors } from './glove-cache.js';
 
 export interface SifOptions {
   /** SIF smoothing: weight = a / (a + p(w)). */
@@ -21,94 +21,54 @@ export interface SifOptions {
 
 const DEFAULTS: Required<SifOptions> = { a: 1e-3, removeCommon: true, hashDims: DEFAULT_HASH_DIMS, gloveShare: 0.6, spelling: true };
 
-/** Words a typo may be corrected to: the most frequent ones, so corrections are common words. */
-const SPELL_VOCAB = 60_000;
-const MAX_MEMO = 50_000;
+/** Bounds of the per-process caches: hot words with their components, spelling corrections. */
+const HOT_WORDS = 8_192;
+const MAX_MEMO = 4_096;
+
+/** A word as encode needs it: its row, its weight × scale and its int8 components. */
+interface HotWord {
+  row: number;
+  k: number;
+  data: Int8Array;
+}
 
 /** Pools word vectors into sentence vectors; exported for the quality bench's variants. */
 export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
   const o = { ...DEFAULTS, ...options };
-  const { dims, data, scales, ranks } = wv;
-  // Zipf's law stands in for counts (the package has ranks, not frequencies).
-  const harmonic = Math.log(wv.sourceSize) + 0.5772;
-  const weights = new Float32Array(wv.words.length);
-  for (let i = 0; i < weights.length; i++) {
-    const p = 1 / ((ranks[i] + 1) * harmonic);
-    weights[i] = o.a / (o.a + p);
-  }
+  const { dims } = wv;
 
-  const wordVec = (i: number, out: Float32Array, w: number) => {
-    const base = i * dims;
-    const k = w * scales[i];
-    for (let d = 0; d < dims; d++) out[d] += k * data[base + d];
+  // The table is read in place (glove-cache.ts); the words a group actually uses are kept here,
+  // a bounded set, oldest out first. Unknown words are remembered too (as null).
+  const hot = new Map<string, HotWord | null>();
+  const remember = <V>(map: Map<string, V>, key: string, value: V, max: number) => {
+    if (map.size >= max) map.delete(map.keys().next().value as string);
+    map.set(key, value);
+    return value;
+  };
+  const hotWord = (row: number): HotWord => {
+    const r = wv.readRow(row);
+    return { row, k: sifWeight(o.a, r.rank, wv.sourceSize) * r.scale, data: Int8Array.from(r.data) };
   };
 
-  // The common component: the top eigenvector of Σ p(w)·sif(w)²·v vᵀ over frequent words, by
-  // power iteration. Computed from the vocabulary, not the corpus, so a vector never changes
-  // when other documents are added.
-  let common: Float32Array<ArrayBufferLike> | null = null;
-  if (o.removeCommon) {
-    const n = Math.min(20_000, wv.words.length);
-    const c = new Float32Array(n);
-    for (let i = 0; i < n; i++) c[i] = (weights[i] * weights[i]) / (ranks[i] + 1);
-    let u: Float32Array<ArrayBufferLike> = new Float32Array(dims).fill(1 / Math.sqrt(dims));
-    const x = new Float32Array(dims);
-    for (let iter = 0; iter < 25; iter++) {
-      const next = new Float32Array(dims);
-      for (let i = 0; i < n; i++) {
-        x.fill(0);
-        wordVec(i, x, 1);
-        let proj = 0;
-        for (let d = 0; d < dims; d++) proj += x[d] * u[d];
-        const k = c[i] * proj;
-        for (let d = 0; d < dims; d++) next[d] += k * x[d];
-      }
-      u = normalize(next);
-    }
-    common = u;
-  }
+  const common: Float32Array | null = !o.removeCommon ? null : wv.common?.a === o.a ? wv.common.vector : computeCommon(wv, o.a);
 
   // Spelling back-off: character-trigram candidates among frequent words, then edit distance.
-  let trigramIndex: Map<string, number[]> | null = null;
   const memo = new Map<string, number>();
-  const trigrams = (w: string) => {
-    const p = `^${w}$`;
-    const out: string[] = [];
-    for (let i = 0; i + 3 <= p.length; i++) out.push(p.slice(i, i + 3));
-    return out;
-  };
-  const buildSpelling = () => {
-    if (!trigramIndex) {
-      trigramIndex = new Map();
-      const n = Math.min(SPELL_VOCAB, wv.words.length);
-      for (let i = 0; i < n; i++) {
-        const word = wv.words[i];
-        if (word.length < 3) continue;
-        for (const t of trigrams(word)) {
-          const list = trigramIndex.get(t);
-          if (list) list.push(i);
-          else trigramIndex.set(t, [i]);
-        }
-      }
-    }
-    return trigramIndex;
-  };
 
   /**
    * Vocabulary words sharing a third of `w`'s trigrams and within edit distance 1 (2 from 7
    * letters), with their distance: the candidates both correction and suggestion choose from.
    */
   const spellingNeighbours = (w: string): { i: number; d: number }[] => {
-    const postings = buildSpelling();
     const grams = trigrams(w);
     const shared = new Map<number, number>();
-    for (const t of grams) for (const i of postings.get(t) ?? []) shared.set(i, (shared.get(i) ?? 0) + 1);
+    for (const t of grams) for (const i of wv.postings(t)) shared.set(i, (shared.get(i) ?? 0) + 1);
     const maxDist = w.length >= 7 ? 2 : 1;
     const need = Math.max(1, Math.floor(grams.length / 3));
     const out: { i: number; d: number }[] = [];
     for (const [i, count] of shared) {
       if (count < need) continue;
-      const d = editDistance(w, wv.words[i], maxDist);
+      const d = editDistance(w, wv.readRow(i).word, maxDist);
       if (d <= maxDist) out.push({ i, d });
     }
     return out;
@@ -126,9 +86,7 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
         bestDist = d;
       }
     }
-    if (memo.size >= MAX_MEMO) memo.clear();
-    memo.set(w, best);
-    return best;
+    return remember(memo, w, best, MAX_MEMO);
   };
 
   /**
@@ -136,18 +94,19 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
    * most frequent first, and whether `w` itself is a frequent word.
    */
   const suggest = (w: string, limit = 8): { known: boolean; words: string[] } => {
-    const own = wv.index.get(w);
-    const known = own !== undefined && own < SPELL_VOCAB;
+    const own = wv.find(w);
+    const known = own >= 0 && own < wv.spellVocab;
     const found = spellingNeighbours(w).filter((f) => f.i !== own);
     found.sort((a, b) => a.d - b.d || a.i - b.i);
-    return { known, words: found.slice(0, limit).map((f) => wv.words[f.i]) };
+    return { known, words: found.slice(0, limit).map((f) => wv.readRow(f.i).word) };
   };
 
-  const lookup = (t: string): number => {
-    const i = wv.index.get(t);
-    if (i !== undefined) return i;
-    if (!o.spelling || t.length < 4 || !/^[a-z]+$/.test(t)) return -1;
-    return correct(t);
+  const lookup = (t: string): HotWord | null => {
+    const seen = hot.get(t);
+    if (seen !== undefined) return seen;
+    let i = wv.find(t);
+    if (i < 0 && o.spelling && t.length >= 4 && /^[a-z]+$/.test(t)) i = correct(t);
+    return remember(hot, t, i < 0 ? null : hotWord(i), HOT_WORDS);
   };
 
   /** The GloVe half: SIF-weighted mean, common component removed, unit length (or zero). */
@@ -155,9 +114,10 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     const v = new Float32Array(dims);
     let n = 0;
     for (const t of contentTokens(text)) {
-      const i = lookup(t);
-      if (i < 0) continue;
-      wordVec(i, v, weights[i]);
+      const hit = lookup(t);
+      if (!hit) continue;
+      const { k, data } = hit;
+      for (let d = 0; d < dims; d++) v[d] += k * data[d];
       n++;
     }
     if (n === 0) return v;
@@ -191,12 +151,7 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     return normalize(out);
   }
 
-  /** Builds the spelling index now (~0.15 s) instead of on the first unknown word. */
-  const prepare = () => {
-    if (o.spelling) buildSpelling();
-  };
-
-  return { encode, encodeGlove, prepare, suggest, dimensions: total, options: o };
+  return { encode, encodeGlove, suggest, dimensions: total, options: o };
 }
 
 /**
@@ -207,11 +162,7 @@ export function createGloveProvider(load: () => Promise<WordVectors>, options: S
   const o = { ...DEFAULTS, ...options };
   let encoder: Promise<ReturnType<typeof createSifEncoder>> | undefined;
   const ready = () => {
-    encoder ??= load().then((wv) => {
-      const enc = createSifEncoder(wv, o);
-      enc.prepare();
-      return enc;
-    });
+    encoder ??= load().then((wv) => createSifEncoder(wv, o));
     // A failed load is retried on the next call instead of failing forever.
     encoder.catch(() => {
       encoder = undefined;

@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { createGloveProvider } from './glove.js';
 import { createHashingProvider } from './hashing.js';
 import { createOpenAiProvider } from './openai.js';
-import { ensureCache, loadCache } from './glove-cache.js';
+import { ensureCache, openCache } from './glove-cache.js';
 import type { EmbeddingProvider } from './types.js';
 
 export type { EmbeddingProvider } from './types.js';
@@ -33,8 +33,8 @@ export function createEmbeddingProvider(config: Pick<Config, 'embeddings' | 'dat
           onBuild: ({ file, phase, ms }) =>
             log?.info({ file, ms }, phase === 'start' ? 'building the word-vector cache (once)' : 'word-vector cache built'),
         });
-        const wv = loadCache(file);
-        log?.info({ file, words: wv.words.length, ms: Date.now() - t0 }, 'word vectors loaded');
+        const wv = openCache(file);
+        log?.info({ file, words: wv.count, ms: Date.now() - t0 }, 'word vectors opened');
         return wv;
       });
   }
