@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db, Sql, TransactionSql } from './client.js';
 import type { Derived, TagRow } from '../domain/derive.js';
 import type { JsonObject, VconKind } from '../domain/vcon.js';
-import type { ListQuery } from '../domain/queries.js';
+import type { ListQuery } from '../domain/params.js';
 
 /** A validated document with its derived rows, ready to store. */
 export interface StoredVcon {

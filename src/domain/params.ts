@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { dateBound } from './dates.js';
 import { MAX_TAG_VALUE_CHARS } from './derive.js';
+import { EXAMPLE_TYPES } from './examples.js';
 import { AppError, InvalidParameterError, ValidationError, issueDetails } from './errors.js';
 import { textProblem } from './text.js';
 import { UUID_RE, Vcon } from './vcon.js';
@@ -267,14 +268,25 @@ const tagAnalyticsShape = {
   limit: int({ def: 20, min: 1, max: 100, describe: 'How many tag keys, default 20' }),
   values_limit: int({ def: 10, min: 1, max: 100, describe: 'How many values per key, default 10' }),
 };
-const endAfterStart = <T extends { start_date?: Date; end_date?: Date }>(s: z.ZodType<T>) =>
-  s.refine((r) => !(r.start_date && r.end_date && r.start_date >= r.end_date), { path: ['end_date'], message: 'must be after start_date' });
+const endAfterStart = <S extends z.ZodObject>(s: S): S =>
+  s.refine(
+    (r) => {
+      const { start_date: start, end_date: end } = r as { start_date?: Date; end_date?: Date };
+      return !(start && end && start >= end);
+    },
+    { path: ['end_date'], message: 'must be after start_date' },
+  );
 
 export const GrowthQuery = z.object(growthShape);
 export const DateRangeQuery = endAfterStart(z.object(rangeShape));
 export const TagAnalyticsQuery = z.object(tagAnalyticsShape);
 /** The whole dashboard: growth, range and tag parameters together. */
 export const AnalyticsQuery = endAfterStart(z.object({ ...growthShape, ...rangeShape, ...tagAnalyticsShape }));
+
+/** `GET /examples/:type`, get_examples: an unknown name is 404 example_not_found, not a bad parameter. */
+export const ExampleArgs = z.object({
+  type: text('Which example').meta({ enum: [...EXAMPLE_TYPES] }),
+});
 
 // ---- Bodies ---------------------------------------------------------------------------------
 
@@ -353,6 +365,10 @@ export function checkPagingCap(q: { limit: number; offset: number }, cap: number
     { path: 'offset', message: `offset + limit must be ≤ ${cap}${detail}` },
   ]);
 }
+
+const UuidArgs = z.object({ uuid: UuidParam });
+/** A vCon uuid (a path parameter, an argument), lower-cased; 400 invalid_parameter naming `uuid`. */
+export const parseUuid = (value: unknown): string => parseParams(UuidArgs, { uuid: value }).uuid;
 
 /** Parses the `GET /vcons` parameters, the paging cap of the tag-ordered listing included. */
 export function parseListQuery(raw: unknown): ListQuery {

@@ -1,34 +1,17 @@
 // The OpenAPI 3.1 document of the REST API (GET /openapi.json), generated from the zod schemas the
-// service validates with (domain/vcon.ts, domain/queries.ts) and the response schemas of
-// domain/responses.ts, through a route table below. Nothing here restates the vCon schema.
+// service validates with (domain/vcon.ts, and domain/params.ts for every query and body parameter)
+// and the response schemas of domain/responses.ts, through a route table below. Nothing here
+// restates a rule: tests/unit/params.test.ts checks that each parameter is the domain's object.
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import { EXAMPLES, EXAMPLE_TYPES } from '../domain/examples.js';
-import { GET_FORMATS, ListQuerySchema, MAX_PAGE } from '../domain/queries.js';
+import * as P from '../domain/params.js';
 import * as R from '../domain/responses.js';
 import { ERROR_CODES, type ErrorStatus } from '../domain/responses.js';
-import { Analysis, Attachment, Dialog, EncryptedVcon, Party, SignedVcon, Uuid, Vcon } from '../domain/vcon.js';
-import { GRANULARITIES, MAX_MONTHS_BACK } from '../services/analytics-service.js';
-import { MAX_ANALYZE_CHARS } from '../services/database-service.js';
-import { MAX_QUERY_CHARS } from '../services/search-service.js';
+import { Analysis, Attachment, Dialog, EncryptedVcon, Party, SignedVcon, Vcon } from '../domain/vcon.js';
 
 type Json = Record<string, unknown>;
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
-
-/** Request bodies the routes check by hand (PATCH, tag PUT, analyze), described for clients. */
-const VconPatch = z
-  .object({
-    subject: z.string().nullable().optional(),
-    extensions: z.array(z.string()).optional(),
-    critical: z.array(z.string()).optional(),
-    must_support: z.array(z.string()).optional().describe('Legacy: stored as critical'),
-  })
-  .describe('At least one of subject, extensions, critical (legacy must_support); any other field is refused');
-const TagPut = z.object({ value: z.union([z.string(), z.number(), z.boolean()]).describe('Stored as a string') });
-const AnalyzeRequest = z.object({
-  query: z.string().min(1).max(MAX_ANALYZE_CHARS).describe('One SELECT or WITH ... SELECT statement'),
-  analyze: z.boolean().optional().describe('EXPLAIN ANALYZE (runs the statement in a read-only transaction); default false'),
-});
 
 /** The components every document holds: schema name → zod schema. */
 const SCHEMAS: Record<string, z.ZodType> = {
@@ -40,9 +23,6 @@ const SCHEMAS: Record<string, z.ZodType> = {
   SignedVcon,
   EncryptedVcon,
   StoredVcon: R.StoredVcon,
-  VconPatch,
-  TagPut,
-  AnalyzeRequest,
   ErrorDetail: R.ErrorDetail,
   Error: R.ErrorBody,
   ...Object.fromEntries(R.ERROR_STATUSES.map((s) => [`Error${s}`, R.errorBodyOf(s)])),
@@ -81,44 +61,11 @@ const SCHEMAS: Record<string, z.ZodType> = {
 };
 type SchemaName = keyof typeof SCHEMAS & string;
 
-// Query parameters: the same rules the services apply (domain/queries.ts parsers), as zod objects.
-const Limit = (def: number) => z.number().int().min(1).default(def).describe(`Page size, default ${def}, capped at ${MAX_PAGE}`);
-const Offset = z.number().int().min(0).default(0).describe('Rows to skip');
-const TagsFilter = ListQuerySchema.shape.tags;
-const DateFilters = { start_date: ListQuerySchema.shape.start_date, end_date: ListQuerySchema.shape.end_date };
-const SearchQuery = z.object({
-  q: z.string().min(1).max(MAX_QUERY_CHARS).describe('The text to search for; quotes, OR and -word work as in a web search box'),
-  limit: Limit(10),
-  offset: Offset,
-  tags: TagsFilter,
-  ...DateFilters,
-});
-const VectorSearchQuery = SearchQuery.extend({
-  threshold: z.number().min(0).max(1).default(0).describe('Minimum cosine similarity (0 is honoured)'),
-});
-const GrowthQuery = z.object({
-  granularity: z.enum(GRANULARITIES).default('month'),
-  months_back: z.number().int().min(1).max(MAX_MONTHS_BACK).default(12),
-});
-const TagAnalyticsQuery = z.object({
-  limit: z.number().int().min(1).max(100).default(20).describe('Keys reported'),
-  values_limit: z.number().int().min(1).max(100).default(10).describe('Values reported per key'),
-});
-const ContentQuery = z.object(DateFilters);
-const DiscoveryQuery = z.object({
-  include_counts: z.boolean().default(true).describe('false drops the per-value count'),
-  min_count: z.number().int().min(1).default(1).describe('Only values found in at least this many vCons'),
-});
-
 /** Query parameters whose value is JSON (OpenAPI `content` instead of `schema`). */
 const JSON_PARAMS = new Set(['tags']);
 
-const TagKey = z
-  .string()
-  .min(1)
-  .max(200)
-  .regex(/^[^:]+$/)
-  .describe('Tag key: not empty, no ":"');
+/** Path parameters: the same domain schemas the routes parse them with. */
+export const PATH_PARAMS: Record<string, z.ZodType> = { uuid: P.UuidParam, key: P.TagKey, type: P.ExampleArgs.shape.type };
 
 interface Reply {
   description: string;
@@ -138,6 +85,7 @@ interface Route {
   /** The infrastructure routes that need no key. */
   open?: true;
   query?: z.ZodObject;
+  /** A component name (the vCon itself, sent whole) or a domain body schema (documented as input). */
   body?: { schema: SchemaName | z.ZodType; description?: string; examples?: Record<string, { summary?: string; value: unknown }> };
   replies: Partial<Record<number, Reply>>;
   /** Error statuses of the route itself; auth, body and 500 errors are added from `auth` and `body`. */
@@ -252,7 +200,7 @@ const ROUTES: Route[] = [
     id: 'listVcons',
     tag: 'vcons',
     summary: 'List vCons, newest first (by latest tag change with tags=)',
-    query: ListQuerySchema,
+    query: P.ListQuery,
     replies: { 200: { description: 'A page of vCons', schema: 'VconList' } },
     errors: [400],
   },
@@ -262,9 +210,7 @@ const ROUTES: Route[] = [
     id: 'getVcon',
     tag: 'vcons',
     summary: 'Read a vCon',
-    query: z.object({
-      format: z.enum(GET_FORMATS).default('full').describe('metadata: no dialog/analysis/attachments; summary: metadata plus summary analyses'),
-    }),
+    query: P.GetVconQuery,
     replies: { 200: { description: 'The vCon as stored (after read hooks)', schema: 'VconResult' } },
     errors: [400, 404],
   },
@@ -274,7 +220,7 @@ const ROUTES: Route[] = [
     id: 'updateVcon',
     tag: 'vcons',
     summary: 'Update subject, extensions, critical',
-    body: { schema: 'VconPatch' },
+    body: { schema: P.VconPatch },
     replies: { 200: { description: 'The full updated vCon', schema: 'VconResult' } },
     errors: [400, 404],
   },
@@ -303,7 +249,7 @@ const ROUTES: Route[] = [
     id: 'getAnalysis',
     tag: 'vcons',
     summary: 'Read the analyses, filtered by type',
-    query: z.object({ type: z.string().max(1000).optional().describe('Exact analysis type (discover them at /discovery/analysis/types)') }),
+    query: P.AnalysisQuery,
     replies: { 200: { description: 'Analyses', schema: 'AnalysisList' } },
     errors: [400, 404],
   },
@@ -324,10 +270,7 @@ const ROUTES: Route[] = [
     id: 'getAttachments',
     tag: 'vcons',
     summary: 'Read the attachments, filtered by purpose and/or legacy type',
-    query: z.object({
-      purpose: z.string().max(1000).optional().describe('Preferred: matches purpose, or type for legacy attachments without purpose'),
-      type: z.string().max(1000).optional().describe('Legacy attachment type'),
-    }),
+    query: P.AttachmentsQuery,
     replies: { 200: { description: 'Attachments', schema: 'AttachmentList' } },
     errors: [400, 404],
   },
@@ -349,7 +292,7 @@ const ROUTES: Route[] = [
     id: 'getTags',
     tag: 'tags',
     summary: 'All tags of a vCon, or one with key=',
-    query: z.object({ key: z.string().max(1000).optional().describe('Return only this tag (404 tag_not_found when absent)') }),
+    query: P.TagsQuery,
     replies: { 200: { description: 'TagMap without key, TagValue with key', schema: 'TagMap' } },
     errors: [400, 404],
   },
@@ -368,7 +311,7 @@ const ROUTES: Route[] = [
     id: 'setTag',
     tag: 'tags',
     summary: 'Set a tag',
-    body: { schema: 'TagPut' },
+    body: { schema: P.TagPut },
     replies: { 200: { description: 'The stored tag', schema: 'TagValue' } },
     errors: [400, 404],
   },
@@ -395,7 +338,7 @@ const ROUTES: Route[] = [
     id: 'searchTags',
     tag: 'tags',
     summary: 'vCons having every given tag, newest tag change first',
-    query: z.object({ tags: TagsFilter.unwrap().describe('Required: every pair must match'), limit: Limit(50), offset: Offset }),
+    query: P.TagSearchQuery,
     replies: { 200: { description: 'Matching uuids', schema: 'TagSearchResult' } },
     errors: [400],
   },
@@ -411,7 +354,7 @@ const ROUTES: Route[] = [
     id,
     tag: 'discovery',
     summary,
-    query: DiscoveryQuery,
+    query: P.DiscoveryQuery,
     replies: { 200: { description: 'Values with the number of vCons having each', schema: 'DiscoveryResult' } },
     errors: [400],
   })),
@@ -423,7 +366,7 @@ const ROUTES: Route[] = [
     id: 'searchContent',
     tag: 'search',
     summary: 'Keyword (full-text) search',
-    query: SearchQuery,
+    query: P.SearchQuery,
     replies: { 200: { description: 'One result per vCon, best first', schema: 'SearchResults' } },
     errors: [400],
   },
@@ -433,7 +376,7 @@ const ROUTES: Route[] = [
     id: 'searchSemantic',
     tag: 'search',
     summary: 'Embedding similarity search',
-    query: VectorSearchQuery,
+    query: P.VectorSearchQuery,
     replies: { 200: { description: 'One result per vCon, best first', schema: 'SearchResults' } },
     errors: [400],
   },
@@ -443,7 +386,7 @@ const ROUTES: Route[] = [
     id: 'searchHybrid',
     tag: 'search',
     summary: 'Reciprocal rank fusion of keyword and semantic search',
-    query: VectorSearchQuery,
+    query: P.VectorSearchQuery,
     replies: { 200: { description: 'One result per vCon, best first, with both ranks', schema: 'HybridResults' } },
     errors: [400],
   },
@@ -455,10 +398,10 @@ const ROUTES: Route[] = [
       ['/database/stats', 'getDatabaseStats', 'Scans, cache hit ratio, index usage', undefined],
       ['/database/size', 'getDatabaseSize', 'Sizes and recommendations', undefined],
       ['/database/health', 'getDatabaseHealth', 'Bloat, unused indexes, connections, recommendations', undefined],
-      ['/analytics', 'getAnalytics', 'The full analytics dashboard', GrowthQuery.extend(ContentQuery.shape).extend(TagAnalyticsQuery.shape)],
-      ['/analytics/growth', 'getAnalyticsGrowth', 'Growth trends', GrowthQuery],
-      ['/analytics/content', 'getAnalyticsContent', 'Dialog, analysis, party and conversation metrics', ContentQuery],
-      ['/analytics/tags', 'getAnalyticsTags', 'Tag analytics', TagAnalyticsQuery],
+      ['/analytics', 'getAnalytics', 'The full analytics dashboard', P.AnalyticsQuery],
+      ['/analytics/growth', 'getAnalyticsGrowth', 'Growth trends', P.GrowthQuery],
+      ['/analytics/content', 'getAnalyticsContent', 'Dialog, analysis, party and conversation metrics', P.DateRangeQuery],
+      ['/analytics/tags', 'getAnalyticsTags', 'Tag analytics', P.TagAnalyticsQuery],
       ['/analytics/attachments', 'getAnalyticsAttachments', 'Attachment analytics', undefined],
     ] as const
   ).map(([path, id, summary, query]): Route => ({
@@ -480,7 +423,7 @@ const ROUTES: Route[] = [
     description:
       'EXPLAIN (FORMAT JSON) in a read-only transaction with a statement timeout. Anything but one SELECT or WITH ... SELECT is refused. A POST, so read-only keys get 403.',
     body: {
-      schema: 'AnalyzeRequest',
+      schema: P.AnalyzeBody,
       examples: { plan: { value: { query: 'select uuid from vcons order by created_at desc limit 10', analyze: false } } },
     },
     replies: { 200: { description: 'The plan', schema: 'DataResult' } },
@@ -537,15 +480,8 @@ const ref = (name: string) => {
 function buildParameters(route: Route): Json[] {
   const params: Json[] = [];
   for (const name of route.path.match(/:([A-Za-z0-9_]+)/g)?.map((s) => s.slice(1)) ?? []) {
-    const schema =
-      name === 'uuid'
-        ? toSchema(Uuid, 'input')
-        : name === 'key'
-          ? toSchema(TagKey, 'input')
-          : name === 'type'
-            ? { type: 'string', enum: EXAMPLE_TYPES }
-            : { type: 'string' };
-    params.push({ name, in: 'path', required: true, schema });
+    const { description, ...schema } = toSchema(PATH_PARAMS[name], 'input');
+    params.push({ name, in: 'path', required: true, ...(description ? { description } : {}), schema });
   }
   for (const [name, prop] of Object.entries(route.query?.shape ?? {}) as [string, z.ZodType][]) {
     const { description, ...schema } = toSchema(prop, 'input');
@@ -681,3 +617,12 @@ export function buildOpenApiDocument(config: Config, info: { version: string }):
 
 /** The routes of the document, as express paths, for the coverage test. */
 export const documentedRoutes = () => ROUTES.map((r) => ({ method: r.method, path: r.path }));
+
+/** Each route's query and body schemas (a component's schema for a named body), for the identity test. */
+export const routeSchemas = () =>
+  ROUTES.map((r) => ({
+    method: r.method,
+    path: r.path,
+    query: r.query,
+    body: r.body && (typeof r.body.schema === 'string' ? SCHEMAS[r.body.schema] : r.body.schema),
+  }));

@@ -2,7 +2,7 @@
 // calls as the tools and REST, so plugin hooks (redaction, access control) apply here too.
 import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
-import { uuidParam } from '../domain/queries.js';
+import { parseUuid } from '../domain/params.js';
 import type { RequestCtx } from '../services/context.js';
 import type { Services } from '../services/index.js';
 import type { DiscoveryKind } from '../services/discovery-service.js';
@@ -65,7 +65,7 @@ export function registerResources(server: McpServer, deps: ResourceDeps): void {
       },
     }),
     { title: 'vCon', description: 'A whole vCon document by uuid', mimeType: 'application/json' },
-    (uri, vars, extra) => read(uri, extra.requestId, (ctx) => services.vcons.get(uuidParam(one(vars.uuid)), 'full', ctx)),
+    (uri, vars, extra) => read(uri, extra.requestId, (ctx) => services.vcons.get(parseUuid(one(vars.uuid)), 'full', ctx)),
   );
 
   const part = (name: string, path: string, description: string, fn: (uuid: string, ctx: RequestCtx) => Promise<unknown>) =>
@@ -73,7 +73,7 @@ export function registerResources(server: McpServer, deps: ResourceDeps): void {
       name,
       new ResourceTemplate(`${RESOURCE_PREFIX}vcons/{uuid}/${path}`, { list: undefined }),
       { title: description, description, mimeType: 'application/json' },
-      (uri, vars, extra) => read(uri, extra.requestId, (ctx) => fn(uuidParam(one(vars.uuid)), ctx)),
+      (uri, vars, extra) => read(uri, extra.requestId, (ctx) => fn(parseUuid(one(vars.uuid)), ctx)),
     );
 
   part('vcon-dialog', 'dialog', 'The dialog array of a vCon', async (uuid, ctx) => {

@@ -1,9 +1,30 @@
 // The MCP tool table: one tool per REST operation (except batch), over the same services and the
 // same zod schemas. Names follow vcon-mcp where the meaning matches. Keep in sync with README § "MCP".
 import { z } from 'zod';
-import { InvalidParameterError, ValidationError } from '../domain/errors.js';
-import { enumParam, GET_FORMATS, ListQuerySchema, stringParam, uuidParam } from '../domain/queries.js';
-import { Analysis, Attachment, Dialog, Uuid, Vcon } from '../domain/vcon.js';
+import {
+  AnalysisQuery,
+  AnalyticsQuery,
+  AnalyzeBody,
+  AttachmentsQuery,
+  DateRangeQuery,
+  DiscoveryQuery,
+  ExampleArgs,
+  GetVconQuery,
+  GrowthQuery,
+  ListQuery,
+  ManageTagArgs,
+  parseParams,
+  parseUuid,
+  SearchQuery,
+  TagAnalyticsQuery,
+  TagSearchQuery,
+  TagsQuery,
+  UuidParam,
+  VconPatch,
+  VectorSearchQuery,
+} from '../domain/params.js';
+import { Analysis, Attachment, Dialog } from '../domain/vcon.js';
+import { StoredVcon } from '../domain/responses.js';
 import { EXAMPLE_TYPES } from '../domain/examples.js';
 import { healthBody } from '../services/health-service.js';
 import type { RequestCtx } from '../services/context.js';
@@ -27,7 +48,10 @@ export interface ToolDef {
   title: string;
   /** Written for an AI assistant: what it does, when to use it, what comes back. */
   description: string;
-  /** Arguments as zod schemas from src/domain; the tool validates with the domain parsers. */
+  /**
+   * Arguments: each one the very schema of src/domain/params.ts (or domain/vcon.ts) that REST uses
+   * for the same parameter, and that the services or `run` parse with (tests/unit/params.test.ts).
+   */
   input: z.ZodRawShape;
   /** 'write' tools are offered to read-write sessions only. */
   scope: 'read' | 'write';
@@ -41,53 +65,15 @@ const READ = { readOnlyHint: true, openWorldHint: false } as const;
 const ADD = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false } as const;
 const OVERWRITE = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false } as const;
 
-const uuidArg = Uuid.describe('The vCon UUID (8-4-4-4-12 hex), as returned by create_vcon or a search');
-const formatArg = z
-  .enum(GET_FORMATS)
-  .optional()
-  .describe(
-    'full (default): the whole vCon; metadata: top-level fields without dialog/analysis/attachments; summary: metadata plus analyses of type "summary"',
-  );
-const discoveryArgs = {
-  include_counts: z.boolean().optional().describe('Include per-value vCon counts (default true)'),
-  min_count: z.number().int().min(1).optional().describe('Only values present on at least this many vCons (default 1)'),
-};
-const L = ListQuerySchema.shape;
-const searchArgs = {
-  q: z.string().min(1).max(1000).describe('What to look for (1 to 1000 characters)'),
-  limit: z.number().int().min(1).optional().describe('Results per page, default 10, capped at 100'),
-  offset: z.number().int().min(0).optional().describe('Results to skip, default 0'),
-  tags: L.tags,
-  start_date: L.start_date,
-  end_date: L.end_date,
-};
-const thresholdArg = z.number().min(0).max(1).optional().describe('Minimum similarity 0..1 (default 0; 0 is honoured)');
-const updatesArg = z
-  .object({
-    subject: Vcon.shape.subject,
-    extensions: Vcon.shape.extensions,
-    critical: Vcon.shape.critical,
-    must_support: Vcon.shape.must_support.describe('Legacy name of critical; stored as critical'),
-  })
-  .describe('The fields to change; only subject, extensions and critical (legacy must_support) can be updated');
-const growthArgs = {
-  granularity: z.enum(['day', 'week', 'month']).optional().describe('Bucket size of the trend (default month)'),
-  months_back: z.number().int().min(1).max(60).optional().describe('How far back to look, 1 to 60 months (default 12)'),
-};
-const rangeArgs = {
-  start_date: z.string().optional().describe('Only vCons created from this date (YYYY-MM-DD or RFC 3339)'),
-  end_date: z.string().optional().describe('Only vCons created up to this date (YYYY-MM-DD covers the whole day)'),
-};
-const tagAnalyticsArgs = {
-  limit: z.number().int().min(1).max(100).optional().describe('How many tag keys, default 20'),
-  values_limit: z.number().int().min(1).max(100).optional().describe('How many values per key, default 10'),
-};
+const L = ListQuery.shape;
+/** manage_tag's target; its value is checked by the tag service, as for REST's PUT body. */
+const ManageTagTarget = ManageTagArgs.omit({ value: true });
 
 const searchTool = (name: string, kind: 'content' | 'semantic' | 'hybrid', title: string, description: string): ToolDef => ({
   name,
   title,
   description,
-  input: kind === 'content' ? searchArgs : { ...searchArgs, threshold: thresholdArg },
+  input: kind === 'content' ? SearchQuery.shape : VectorSearchQuery.shape,
   scope: 'read',
   annotations: READ,
   operations: [`search.${kind}`],
@@ -98,7 +84,7 @@ const discoveryTool = (name: string, kind: DiscoveryKind, title: string, descrip
   name,
   title,
   description,
-  input: discoveryArgs,
+  input: DiscoveryQuery.shape,
   scope: 'read',
   annotations: READ,
   operations: ['discovery.values'],
@@ -142,12 +128,12 @@ const appendTool = (
   name: `add_${item}`,
   title,
   description,
-  input: { uuid: uuidArg, [item]: schema },
+  input: { uuid: UuidParam, [item]: schema },
   scope: 'write',
   annotations: ADD,
   operations: ['vcons.append'],
   run: async (args, ctx, env) => {
-    const r = await env.services.vcons.append(uuidParam(args.uuid), section, args[item], ctx);
+    const r = await env.services.vcons.append(parseUuid(args.uuid), section, args[item], ctx);
     return { uuid: r.uuid, index: r.index, [item]: r.item };
   },
 });
@@ -162,7 +148,7 @@ export const TOOLS: readonly ToolDef[] = [
       'Store a vCon (virtual conversation record: parties, dialog, analysis, attachments). Pass the vCon object itself as `vcon`. ' +
       'A missing uuid is assigned and returned; a missing created_at is set to now. If a vCon with the same uuid exists it is replaced ' +
       '(created: false). Use get_examples for valid shapes. Returns {uuid, created}.',
-    input: { vcon: Vcon.describe('The vCon document (vCon 0.3 JSON); unknown fields are kept as sent') },
+    input: { vcon: StoredVcon },
     scope: 'write',
     annotations: OVERWRITE,
     operations: ['vcons.create'],
@@ -177,13 +163,13 @@ export const TOOLS: readonly ToolDef[] = [
     description:
       'Read one vCon by uuid. format=full (default) returns the whole stored document; metadata omits dialog, analysis and attachments ' +
       '(cheap for large recordings); summary adds only the analyses of type "summary". Returns {vcon}; vcon_not_found when it does not exist.',
-    input: { uuid: uuidArg, format: formatArg },
+    input: { uuid: UuidParam, format: GetVconQuery.shape.format },
     scope: 'read',
     annotations: READ,
     operations: ['vcons.get'],
     run: async (args, ctx, env) => {
-      const format = enumParam('format', args.format, GET_FORMATS, 'full');
-      return { vcon: await env.services.vcons.get(uuidParam(args.uuid), format, ctx) };
+      const { format } = parseParams(GetVconQuery, args);
+      return { vcon: await env.services.vcons.get(parseUuid(args.uuid), format, ctx) };
     },
   },
   {
@@ -206,7 +192,7 @@ export const TOOLS: readonly ToolDef[] = [
       'Filter vCons by subject (substring), party name, email or phone (substring), created_at date range (start_date/end_date, ' +
       'YYYY-MM-DD or RFC 3339) and tags (object of key to value; every pair must match). All filters combine with AND. ' +
       'For words inside conversations use search_vcons_content or search_vcons_semantic. Returns {data, pagination}.',
-    input: ListQuerySchema.shape,
+    input: ListQuery.shape,
     scope: 'read',
     annotations: READ,
     operations: ['vcons.list'],
@@ -218,27 +204,27 @@ export const TOOLS: readonly ToolDef[] = [
     description:
       'Change the subject, extensions or critical fields of a vCon (send them in `updates`). Other fields cannot be patched: add content ' +
       'with add_dialog, add_analysis or add_attachment, or replace the whole vCon with create_vcon. Returns the updated {vcon}.',
-    input: { uuid: uuidArg, updates: updatesArg },
+    input: { uuid: UuidParam, updates: VconPatch },
     scope: 'write',
     annotations: OVERWRITE,
     operations: ['vcons.update'],
-    run: async (args, ctx, env) => ({ vcon: await env.services.vcons.update(uuidParam(args.uuid), args.updates, ctx) }),
+    run: async (args, ctx, env) => ({ vcon: await env.services.vcons.update(parseUuid(args.uuid), args.updates, ctx) }),
   },
   {
     name: 'delete_vcon',
     title: 'Delete a vCon',
     description:
       'Permanently delete a vCon and everything derived from it (tags, search index, embeddings). Cannot be undone. Returns {uuid, deleted: true}.',
-    input: { uuid: uuidArg },
+    input: { uuid: UuidParam },
     scope: 'write',
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     operations: ['vcons.remove'],
-    run: (args, ctx, env) => env.services.vcons.remove(uuidParam(args.uuid), ctx),
+    run: (args, ctx, env) => env.services.vcons.remove(parseUuid(args.uuid), ctx),
   },
   appendTool(
     'dialog',
     'dialog',
-    Dialog.describe('The dialog object to append'),
+    Dialog,
     'Add a dialog to a vCon',
     'Append one dialog (a recording, text message, transfer or incomplete call) to a vCon. type is required; party indexes must point ' +
       "into the vCon's parties. Returns {uuid, index, dialog} with the index it was stored at.",
@@ -246,7 +232,7 @@ export const TOOLS: readonly ToolDef[] = [
   appendTool(
     'analysis',
     'analysis',
-    Analysis.describe('The analysis object to append'),
+    Analysis,
     'Add an analysis to a vCon',
     'Append one analysis (summary, transcript, sentiment, ...) to a vCon. type and vendor are required; body must be a string ' +
       '(serialise structured output as JSON and set encoding "json"); use `schema`, not `schema_version`. Returns {uuid, index, analysis}.',
@@ -254,7 +240,7 @@ export const TOOLS: readonly ToolDef[] = [
   appendTool(
     'attachments',
     'attachment',
-    Attachment.describe('The attachment object to append'),
+    Attachment,
     'Add an attachment to a vCon',
     'Append one attachment to a vCon. Classify it with `purpose` (preferred; `type` is the legacy field). For tags use manage_tag ' +
       'instead. Returns {uuid, index, attachment}.',
@@ -265,13 +251,13 @@ export const TOOLS: readonly ToolDef[] = [
     description:
       'Read the analyses of a vCon, optionally only those of one type (exact match). Call discover_analysis_types first to see which ' +
       'types exist. Returns {uuid, count, analysis}.',
-    input: { uuid: uuidArg, type: z.string().optional().describe('Only analyses of this type, e.g. summary or transcript') },
+    input: { uuid: UuidParam, type: AnalysisQuery.shape.type },
     scope: 'read',
     annotations: READ,
     operations: ['vcons.getAnalysis'],
     run: async (args, ctx, env) => {
-      const uuid = uuidParam(args.uuid);
-      const analysis = await env.services.vcons.getAnalysis(uuid, stringParam('type', args.type), ctx);
+      const uuid = parseUuid(args.uuid);
+      const analysis = await env.services.vcons.getAnalysis(uuid, parseParams(AnalysisQuery, args).type, ctx);
       return { uuid, count: analysis.length, analysis };
     },
   },
@@ -281,18 +267,13 @@ export const TOOLS: readonly ToolDef[] = [
     description:
       'Read the attachments of a vCon, optionally filtered by purpose (preferred; also matches legacy attachments whose type equals it) ' +
       'and/or legacy type. Call discover_attachment_purposes first to see which purposes exist. Returns {uuid, count, attachments}.',
-    input: {
-      uuid: uuidArg,
-      purpose: z.string().optional().describe('Only attachments with this purpose'),
-      type: z.string().optional().describe('Only attachments with this legacy type'),
-    },
+    input: { uuid: UuidParam, ...AttachmentsQuery.shape },
     scope: 'read',
     annotations: READ,
     operations: ['vcons.getAttachments'],
     run: async (args, ctx, env) => {
-      const uuid = uuidParam(args.uuid);
-      const filter = { purpose: stringParam('purpose', args.purpose), type: stringParam('type', args.type) };
-      const attachments = await env.services.vcons.getAttachments(uuid, filter, ctx);
+      const uuid = parseUuid(args.uuid);
+      const attachments = await env.services.vcons.getAttachments(uuid, parseParams(AttachmentsQuery, args), ctx);
       return { uuid, count: attachments.length, attachments };
     },
   },
@@ -325,13 +306,13 @@ export const TOOLS: readonly ToolDef[] = [
     name: 'get_tags',
     title: 'Get the tags of a vCon',
     description: "Read the tags (key:value labels) of a vCon as an object, or one tag's value when `key` is given (tag_not_found if absent).",
-    input: { uuid: uuidArg, key: z.string().optional().describe('Read only this tag') },
+    input: { uuid: UuidParam, key: TagsQuery.shape.key },
     scope: 'read',
     annotations: READ,
     operations: ['tags.get', 'tags.getOne'],
     run: async (args, ctx, env) => {
-      const uuid = uuidParam(args.uuid);
-      const key = stringParam('key', args.key);
+      const uuid = parseUuid(args.uuid);
+      const { key } = parseParams(TagsQuery, args);
       if (key !== undefined) return { uuid, key, value: await env.services.tags.getOne(uuid, key, ctx) };
       return { uuid, tags: await env.services.tags.get(uuid, ctx) };
     },
@@ -342,27 +323,16 @@ export const TOOLS: readonly ToolDef[] = [
     description:
       'Set (action "set", with value) or remove (action "remove") one tag of a vCon. Values are stored as strings; a key may not be empty ' +
       'or contain ":". Setting an existing key replaces its value; removing an absent key succeeds. Returns {uuid, action, key, value?}.',
-    input: {
-      uuid: uuidArg,
-      action: z.enum(['set', 'remove']).describe('set or remove'),
-      key: z.string().min(1).describe('Tag key, e.g. status'),
-      value: z.union([z.string(), z.number(), z.boolean()]).optional().describe('The value for action "set"'),
-    },
+    input: ManageTagArgs.shape,
     scope: 'write',
     annotations: OVERWRITE,
     operations: ['tags.set', 'tags.remove'],
     run: async (args, ctx, env) => {
-      const uuid = uuidParam(args.uuid);
-      const action = args.action;
-      if (action !== 'set' && action !== 'remove') {
-        throw new InvalidParameterError('action', `must be set or remove, got ${JSON.stringify(action ?? null)}`);
-      }
-      const key = stringParam('key', args.key) ?? '';
+      const { uuid, action, key } = parseParams(ManageTagTarget, args);
       if (action === 'remove') {
         await env.services.tags.remove(uuid, key, ctx);
         return { uuid, action, key };
       }
-      if (args.value === undefined) throw new ValidationError('value is required for action "set"', [{ path: 'value', message: 'is required' }]);
       return { uuid, action, ...(await env.services.tags.set(uuid, key, args.value, ctx)) };
     },
   },
@@ -370,12 +340,12 @@ export const TOOLS: readonly ToolDef[] = [
     name: 'remove_all_tags',
     title: 'Remove all tags of a vCon',
     description: 'Delete every tag of a vCon. Returns {uuid, removed_all: true}.',
-    input: { uuid: uuidArg },
+    input: { uuid: UuidParam },
     scope: 'write',
     annotations: OVERWRITE,
     operations: ['tags.removeAll'],
     run: async (args, ctx, env) => {
-      const uuid = uuidParam(args.uuid);
+      const uuid = parseUuid(args.uuid);
       await env.services.tags.removeAll(uuid, ctx);
       return { uuid, removed_all: true };
     },
@@ -397,11 +367,7 @@ export const TOOLS: readonly ToolDef[] = [
     description:
       'Find the uuids of vCons that have every given tag (object of key to value), most recently tagged first. limit default 50, max 100. ' +
       'Returns {count, uuids, pagination}; read them with get_vcon.',
-    input: {
-      tags: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).describe('Tags that must all match, e.g. {"status":"open"}'),
-      limit: z.number().int().min(1).optional().describe('Page size, default 50, capped at 100'),
-      offset: z.number().int().min(0).optional().describe('Rows to skip, default 0'),
-    },
+    input: TagSearchQuery.shape,
     scope: 'read',
     annotations: READ,
     operations: ['tags.search'],
@@ -467,10 +433,7 @@ export const TOOLS: readonly ToolDef[] = [
     description:
       "Show the PostgreSQL plan (EXPLAIN, JSON) of one read-only SELECT or WITH ... SELECT statement against this instance's schema; " +
       'analyze=true also runs it (in a read-only transaction with a timeout). Anything else is refused. Requires a read-write key, as on REST. Returns {data}.',
-    input: {
-      query: z.string().min(1).describe('One SELECT (or WITH ... SELECT) statement'),
-      analyze: z.boolean().optional().describe('Run the query to report actual timings (default false)'),
-    },
+    input: AnalyzeBody.shape,
     // REST serves it as POST, which read-only keys may not use; MCP keeps the same rule.
     scope: 'write',
     annotations: { readOnlyHint: true, openWorldHint: false },
@@ -483,7 +446,7 @@ export const TOOLS: readonly ToolDef[] = [
     (sv, a, ctx) => sv.analytics.all(a, ctx),
     'Analytics dashboard',
     "All analytics at once: totals, growth, content, tags and attachments, computed from this instance's data. Returns {data}.",
-    { ...growthArgs, ...rangeArgs, ...tagAnalyticsArgs },
+    AnalyticsQuery.shape,
   ),
   introspectionTool(
     'get_growth_analytics',
@@ -491,7 +454,7 @@ export const TOOLS: readonly ToolDef[] = [
     (sv, a, ctx) => sv.analytics.growth(a, ctx),
     'Growth analytics',
     'How many vCons were created per day, week or month over the last months_back months. Returns {data}.',
-    growthArgs,
+    GrowthQuery.shape,
   ),
   introspectionTool(
     'get_content_analytics',
@@ -499,7 +462,7 @@ export const TOOLS: readonly ToolDef[] = [
     (sv, a, ctx) => sv.analytics.content(a, ctx),
     'Content analytics',
     'Dialog, analysis, party and conversation metrics (types, durations, vendors, counts), optionally for a created_at range. Returns {data}.',
-    rangeArgs,
+    DateRangeQuery.shape,
   ),
   introspectionTool(
     'get_tag_analytics',
@@ -507,7 +470,7 @@ export const TOOLS: readonly ToolDef[] = [
     (sv, a, ctx) => sv.analytics.tags(a, ctx),
     'Tag analytics',
     'Tag usage: the top keys and values and how many vCons carry them. Returns {data}.',
-    tagAnalyticsArgs,
+    TagAnalyticsQuery.shape,
   ),
   introspectionTool(
     'get_attachment_analytics',
@@ -532,12 +495,12 @@ export const TOOLS: readonly ToolDef[] = [
     name: 'get_examples',
     title: 'Example vCons',
     description: `A complete, valid example vCon of one kind (${EXAMPLE_TYPES.join(', ')}), to copy when building a vCon for create_vcon. Returns {type, vcon}.`,
-    input: { type: z.enum(EXAMPLE_TYPES as [string, ...string[]]).describe('Which example') },
+    input: ExampleArgs.shape,
     scope: 'read',
     annotations: READ,
     operations: ['meta.example'],
     run: async (args, _ctx, env) => {
-      const type = stringParam('type', args.type) ?? '';
+      const { type } = parseParams(ExampleArgs, args);
       return { type, vcon: env.services.meta.example(type) };
     },
   },

@@ -1,20 +1,16 @@
 // Analytics of this instance's vCons (API.md "Database and analytics"): growth, content, tags and
 // attachments, computed from the derived tables. Every parameter is validated here, for REST
 // (strings) and MCP (typed values) alike; the figures are exact counts, the projection an estimate.
-import { InvalidParameterError } from '../domain/errors.js';
-import { dateParam, enumParam, intParam } from '../domain/queries.js';
+import { AnalyticsQuery, DateRangeQuery, GrowthQuery, parseParams, TagAnalyticsQuery } from '../domain/params.js';
 import { runHook, type Plugin } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
 import type { AnalyticsRepo, DateRange, Granularity, GrowthRow } from '../db/analytics-repo.js';
 
-/** Period sizes of the growth trend (UTC; weeks start on Monday). */
-export const GRANULARITIES = ['day', 'week', 'month'] as const;
-/** The longest growth window, in months. */
-export const MAX_MONTHS_BACK = 60;
 /** Periods projected after the last complete one (the current period included). */
 const PROJECTION_PERIODS = 3;
 
-type Raw = Record<string, unknown>;
+/** Raw parameters: strings from REST, typed values from MCP (parsed with domain/params.ts). */
+type Raw = unknown;
 
 /** Validated growth parameters. */
 export interface GrowthParams {
@@ -26,28 +22,7 @@ const round = (n: number | null | undefined, digits = 3): number | null =>
   n === null || n === undefined || !Number.isFinite(n) ? null : Math.round(n * 10 ** digits) / 10 ** digits;
 const ratio = (part: number, whole: number) => (whole > 0 ? round(part / whole, 4) : null);
 
-/** Validates the growth parameters: granularity day|week|month (default month), months_back 1..60 (default 12). */
-export function parseGrowthParams(raw: Raw): GrowthParams {
-  return {
-    granularity: enumParam('granularity', raw.granularity, GRANULARITIES, 'month'),
-    months_back: intParam('months_back', raw.months_back, { def: 12, min: 1, max: MAX_MONTHS_BACK }),
-  };
-}
-
-/** Validates start_date / end_date (YYYY-MM-DD or RFC 3339; a date alone as end covers that day). */
-export function parseDateRange(raw: Raw): DateRange {
-  const start = dateParam('start_date', raw.start_date, 'start');
-  const end = dateParam('end_date', raw.end_date, 'end');
-  if (start && end && start >= end) throw new InvalidParameterError('end_date', 'must be after start_date');
-  return { start, end };
-}
-
-function parseTagParams(raw: Raw) {
-  return {
-    limit: intParam('limit', raw.limit, { def: 20, min: 1, max: 100 }),
-    values_limit: intParam('values_limit', raw.values_limit, { def: 10, min: 1, max: 100 }),
-  };
-}
+const rangeOf = (q: { start_date?: Date; end_date?: Date }): DateRange => ({ start: q.start_date, end: q.end_date });
 
 /** The start of the period after `period` (YYYY-MM-DD, UTC). */
 function nextPeriod(period: string, g: Granularity): string {
@@ -235,9 +210,10 @@ export function createAnalyticsService(deps: { repo: AnalyticsRepo; plugins: rea
   return {
     /** Everything below in one answer, plus schema-wide totals. */
     async all(raw: Raw, ctx: RequestCtx) {
-      const growth = parseGrowthParams(raw);
-      const range = parseDateRange(raw);
-      const tags = parseTagParams(raw);
+      const { granularity, months_back, limit, values_limit, ...dates } = parseParams(AnalyticsQuery, raw);
+      const growth = { granularity, months_back };
+      const range = rangeOf(dates);
+      const tags = { limit, values_limit };
       await gate('all', { ...growth, ...range, ...tags }, ctx);
       const [summary, g, c, t, a] = await Promise.all([repo.summary(), growthOf(growth), contentOf(range), tagsOf(tags), attachmentsOf()]);
       return { note: NOTE, summary, growth: g, content: c, tags: t, attachments: a };
@@ -245,21 +221,21 @@ export function createAnalyticsService(deps: { repo: AnalyticsRepo; plugins: rea
 
     /** vCons, parties, dialogs, analyses and attachments per day/week/month, with a projection. */
     async growth(raw: Raw, ctx: RequestCtx) {
-      const p = parseGrowthParams(raw);
+      const p = parseParams(GrowthQuery, raw);
       await gate('growth', { ...p }, ctx);
       return { note: NOTE, ...(await growthOf(p)) };
     },
 
     /** Dialog types and durations, analysis types and vendors, parties, conversation metrics. */
     async content(raw: Raw, ctx: RequestCtx) {
-      const r = parseDateRange(raw);
+      const r = rangeOf(parseParams(DateRangeQuery, raw));
       await gate('content', { ...r }, ctx);
       return { note: NOTE, ...(await contentOf(r)) };
     },
 
     /** Top tag keys and values, and how many vCons carry tags. */
     async tags(raw: Raw, ctx: RequestCtx) {
-      const p = parseTagParams(raw);
+      const p = parseParams(TagAnalyticsQuery, raw);
       await gate('tags', { ...p }, ctx);
       return { note: NOTE, ...(await tagsOf(p)) };
     },

@@ -1,14 +1,12 @@
 // Database introspection of this instance's schema (API.md "Database and analytics"): shape,
 // statistics, sizes, health, and the plan of one read-only statement. Figures come from the
 // catalog of this schema only; thresholds below turn them into alerts and recommendations.
-import { isDatabaseUnavailable, ValidationError, type ErrorDetail } from '../domain/errors.js';
-import { boolParam } from '../domain/queries.js';
+import { isDatabaseUnavailable, ValidationError } from '../domain/errors.js';
+import { AnalyzeBody, parseBody } from '../domain/params.js';
 import type { RequestCtx } from './context.js';
 import type { IndexInfo, IndexStats, IntrospectionRepo, TableStats } from '../db/introspection-repo.js';
 import type { AnalyzeRepo } from '../db/analyze-repo.js';
 
-/** Longest statement accepted by analyze. */
-export const MAX_ANALYZE_CHARS = 20_000;
 /** work_mem and temp_file_limit of an analyze statement: one sort can't fill the shared server's disk. */
 export const ANALYZE_WORK_MEM_KB = 4 * 1024;
 export const ANALYZE_TEMP_FILE_LIMIT_KB = 64 * 1024;
@@ -1251,27 +1249,8 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
      * READ ONLY transaction with a statement timeout; anything but one SELECT → 400.
      */
     async analyze(body: unknown, _ctx: RequestCtx) {
-      if (!body || typeof body !== 'object' || Array.isArray(body)) {
-        throw new ValidationError('Body must be a JSON object {"query": "select ...", "analyze": false}', [
-          { path: '(root)', message: 'must be an object' },
-        ]);
-      }
-      const b = body as Record<string, unknown>;
-      const problems: ErrorDetail[] = [];
-      if (typeof b.query !== 'string' || b.query.trim() === '')
-        problems.push({ path: 'query', message: 'is required: one SELECT or WITH ... SELECT statement' });
-      else if (b.query.length > MAX_ANALYZE_CHARS) problems.push({ path: 'query', message: `must be at most ${MAX_ANALYZE_CHARS} characters` });
-      else if (b.query.includes('\u0000')) problems.push({ path: 'query', message: 'must not contain NUL characters' });
-      let analyze = false;
-      try {
-        analyze = boolParam('analyze', b.analyze, false);
-      } catch (err) {
-        problems.push({ path: 'analyze', message: (err as Error).message.replace(/^analyze: /, '') });
-      }
-      for (const k of Object.keys(b))
-        if (k !== 'query' && k !== 'analyze') problems.push({ path: k, message: 'is not a known field (query, analyze)' });
-      if (problems.length) throw new ValidationError(`${problems[0].path}: ${problems[0].message}`, problems);
-      const statement = checkReadOnlyStatement(b.query as string);
+      const { query, analyze } = parseBody(AnalyzeBody, body);
+      const statement = checkReadOnlyStatement(query);
       let result;
       try {
         result = await deps.analyzer.explain(statement, {

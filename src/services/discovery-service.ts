@@ -1,4 +1,4 @@
-import { boolParam, intParam } from '../domain/queries.js';
+import { DiscoveryQuery, parseParams } from '../domain/params.js';
 import type { RequestCtx } from './context.js';
 import { runHook, type Plugin } from '../plugins/hooks.js';
 
@@ -11,9 +11,8 @@ export interface DiscoveryRepo {
 /** Discovery-first reads (SPEC.md): the live purposes, legacy types and analysis types. */
 export function createDiscoveryService(deps: { repo: DiscoveryRepo; plugins: readonly Plugin[] }) {
   return {
-    async values(kind: DiscoveryKind, raw: { include_counts?: unknown; min_count?: unknown }, ctx: RequestCtx) {
-      const includeCounts = boolParam('include_counts', raw.include_counts, true);
-      const minCount = intParam('min_count', raw.min_count, { def: 1, min: 1 });
+    async values(kind: DiscoveryKind, raw: unknown, ctx: RequestCtx) {
+      const { include_counts: includeCounts, min_count: minCount } = parseParams(DiscoveryQuery, raw);
       await runHook(deps.plugins, 'beforeSearch', { kind: 'list', query: { discovery: kind, min_count: minCount } }, ctx);
       const r = await deps.repo.values(kind, minCount);
       return {

@@ -1,8 +1,7 @@
 // Keyword, semantic and hybrid search (API.md "Search"; ARCHITECTURE.md "Search"): the use cases
 // REST and MCP call. Parameters are validated here, hooks run here.
-import { z } from 'zod';
-import { AppError, InvalidParameterError } from '../domain/errors.js';
-import { dateParam, intParam, MAX_PAGE, stringParam, tagsParam } from '../domain/queries.js';
+import { AppError } from '../domain/errors.js';
+import { checkPagingCap, parseParams, SearchQuery as KeywordParams, VECTOR_PAGING_CAP, VectorSearchQuery } from '../domain/params.js';
 import { runHook, type Plugin, type SearchCriteria } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
 import type { MatchRow, SearchFilters, SearchRepo } from '../db/search-repo.js';
@@ -52,62 +51,19 @@ export interface SearchResponse {
 /** Raw parameters: strings from REST, typed values from MCP. */
 export type SearchInput = Record<string, unknown>;
 
-export const MAX_QUERY_CHARS = 1000;
-/** Semantic and hybrid rank a bounded candidate list; pages must end inside it. */
-export const VECTOR_PAGING_CAP = 1000;
+export { MAX_QUERY_CHARS, VECTOR_PAGING_CAP } from '../domain/params.js';
 /** vCons taken from the Hamming prefilter for the exact rerank (at least). */
 export const MIN_CANDIDATES = 200;
 /** A tag filter matching at most this many vCons is searched in SQL through the tag index. */
 export const SELECTIVE_TAG_VCONS = 5_000;
 const MATCHES_PER_RESULT = 3;
 
-/** The search parameters as typed input (MCP inputSchema); parseSearchQuery still validates them. */
-export const SearchInputSchema = z.object({
-  q: z.string().min(1).max(MAX_QUERY_CHARS).describe('What to search for; keyword search understands "phrases", OR and -word'),
-  limit: z.number().int().min(1).optional().describe('Results per page, default 10, capped at 100'),
-  offset: z.number().int().min(0).optional().describe('Results to skip, default 0'),
-  tags: z
-    .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
-    .optional()
-    .describe('Only vCons having every one of these tags'),
-  start_date: z.string().optional().describe('YYYY-MM-DD or RFC 3339; on created_at'),
-  end_date: z.string().optional().describe('YYYY-MM-DD (whole day) or RFC 3339; on created_at'),
-  threshold: z.number().min(0).max(1).optional().describe('Semantic and hybrid only: minimum cosine similarity, default 0'),
-});
-
-/** Parses and validates the parameters of any of the three searches. */
+/** Parses and validates the parameters of any of the three searches (domain/params.ts). */
 export function parseSearchQuery(raw: SearchInput, kind: SearchKind): SearchQuery {
-  const q = stringParam('q', raw.q, { min: 1, max: MAX_QUERY_CHARS });
-  if (q === undefined) throw new InvalidParameterError('q', 'is required: the text to search for (1 to 1000 characters)');
-  if (q.trim() === '') throw new InvalidParameterError('q', 'must not be blank');
-  const limit = Math.min(intParam('limit', raw.limit, { def: 10, min: 1 }), MAX_PAGE);
-  const offset = intParam('offset', raw.offset, { def: 0, min: 0 });
-  let threshold = 0;
-  if (raw.threshold !== undefined && raw.threshold !== null && raw.threshold !== '') {
-    const t =
-      typeof raw.threshold === 'number'
-        ? raw.threshold
-        : typeof raw.threshold === 'string' && /^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$/.test(raw.threshold)
-          ? Number(raw.threshold)
-          : NaN;
-    if (!Number.isFinite(t) || t < 0 || t > 1)
-      throw new InvalidParameterError('threshold', `must be a number from 0 to 1, got ${JSON.stringify(raw.threshold)}`);
-    threshold = t;
-  }
-  if (kind !== 'content' && offset + limit > VECTOR_PAGING_CAP) {
-    throw new AppError(400, 'paging_cap_exceeded', `offset + limit may not pass ${VECTOR_PAGING_CAP} in ${kind} search`, [
-      { path: 'offset', message: `offset + limit must be ≤ ${VECTOR_PAGING_CAP}` },
-    ]);
-  }
-  return {
-    q,
-    limit,
-    offset,
-    threshold,
-    tags: tagsParam('tags', raw.tags),
-    start_date: dateParam('start_date', raw.start_date, 'start'),
-    end_date: dateParam('end_date', raw.end_date, 'end'),
-  };
+  if (kind === 'content') return { ...parseParams(KeywordParams, raw), threshold: 0 };
+  const q = parseParams(VectorSearchQuery, raw);
+  checkPagingCap(q, VECTOR_PAGING_CAP, `in ${kind} search`);
+  return q;
 }
 
 interface SemanticHit {

@@ -1,7 +1,7 @@
-import { NotFoundError, ValidationError } from '../domain/errors.js';
-import { isTagsAttachment, MAX_TAG_VALUE_CHARS, readTags } from '../domain/derive.js';
-import { textProblem } from '../domain/text.js';
-import { checkTagKey, intParam, tagsParam, MAX_PAGE } from '../domain/queries.js';
+import { z } from 'zod';
+import { NotFoundError } from '../domain/errors.js';
+import { isTagsAttachment, readTags } from '../domain/derive.js';
+import { parseBody, parseParams, TagKey, TagPut, TagSearchQuery } from '../domain/params.js';
 import type { JsonObject } from '../domain/vcon.js';
 import { runHook, type Plugin } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
@@ -38,17 +38,9 @@ function writeTags(doc: JsonObject, tags: Map<string, string>): void {
   doc.attachments = attachments;
 }
 
-const tagValue = (v: unknown): string => {
-  if (typeof v === 'string' && v.length > MAX_TAG_VALUE_CHARS) {
-    throw new ValidationError(`value must be at most ${MAX_TAG_VALUE_CHARS} characters`, [
-      { path: 'value', message: `must be at most ${MAX_TAG_VALUE_CHARS} characters` },
-    ]);
-  }
-  const bad = typeof v === 'string' ? textProblem(v) : undefined;
-  if (bad) throw new ValidationError(`value ${bad}`, [{ path: 'value', message: bad }]);
-  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return String(v);
-  throw new ValidationError('value must be a string, number or boolean', [{ path: 'value', message: 'must be a string, number or boolean' }]);
-};
+const KeyArgs = z.object({ key: TagKey });
+/** A tag key (REST: a path segment); 400 invalid_parameter naming `key`. */
+const checkKey = (key: unknown): string => parseParams(KeyArgs, { key }).key;
 
 /** Tags in the vCon's tags attachment; the derived tag table is rewritten in the same transaction. */
 export function createTagService(deps: { vcons: VconService; repo: TagReadRepo; plugins: readonly Plugin[] }) {
@@ -78,9 +70,10 @@ export function createTagService(deps: { vcons: VconService; repo: TagReadRepo; 
       return tags[key];
     },
 
+    /** Sets one tag; the value is checked as the `value` of REST's PUT body. */
     async set(uuid: string, key: string, value: unknown, ctx: RequestCtx): Promise<{ key: string; value: string }> {
-      checkTagKey('key', key);
-      const v = tagValue(value);
+      checkKey(key);
+      const v = String(parseBody(TagPut, { value }).value);
       await change(uuid, ctx, { tags: { set: { [key]: v } } }, (tags) => {
         tags.delete(key); // re-set moves the key last
         tags.set(key, v);
@@ -89,7 +82,7 @@ export function createTagService(deps: { vcons: VconService; repo: TagReadRepo; 
     },
 
     async remove(uuid: string, key: string, ctx: RequestCtx): Promise<void> {
-      checkTagKey('key', key);
+      checkKey(key);
       await change(uuid, ctx, { tags: { remove: [key] } }, (tags) => {
         tags.delete(key);
       });
@@ -105,10 +98,8 @@ export function createTagService(deps: { vcons: VconService; repo: TagReadRepo; 
     },
 
     /** vCons having every given tag, newest tag change first. */
-    async search(raw: { tags: unknown; limit?: unknown; offset?: unknown }, ctx: RequestCtx) {
-      const tags = tagsParam('tags', raw.tags, true)!;
-      const limit = Math.min(intParam('limit', raw.limit, { def: 50, min: 1 }), MAX_PAGE);
-      const offset = intParam('offset', raw.offset, { def: 0, min: 0 });
+    async search(raw: unknown, ctx: RequestCtx) {
+      const { tags, limit, offset } = parseParams(TagSearchQuery, raw);
       const criteria = await runHook(plugins, 'beforeSearch', { kind: 'tags', query: { tags, limit, offset } }, ctx);
       const q = criteria.query as { tags: Record<string, string>; limit: number; offset: number };
       const rows = await repo.search(q.tags, q.limit + 1, q.offset);

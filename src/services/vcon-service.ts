@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, NotFoundError, ValidationError } from '../domain/errors.js';
 import { decodeBodies, deriveRows, isTagsAttachment } from '../domain/derive.js';
-import { parseListQuery, type ListQuery } from '../domain/queries.js';
+import { parseBody, parseListQuery, VconPatch, type ListQuery } from '../domain/params.js';
 import { BATCH_MAX, DUPLICATE_IN_BATCH, type BatchItem, type BatchResult } from '../domain/responses.js';
 import {
   Analysis,
@@ -18,8 +18,6 @@ import {
 import { runHook, type Plugin } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
 import type { ListRow, StoredVcon, VconRecord, VconRepo } from '../db/vcon-repo.js';
-
-const PATCHABLE = ['subject', 'extensions', 'critical', 'must_support'] as const;
 
 export type Transact = <T>(fn: (repo: VconRepo) => Promise<T>) => Promise<T>;
 
@@ -210,7 +208,7 @@ export function createVconService(deps: VconServiceDeps) {
     },
 
     /** A page of vCons, newest first (or by latest tag change with `tags`). */
-    async list(raw: Record<string, unknown>, ctx: RequestCtx) {
+    async list(raw: unknown, ctx: RequestCtx) {
       const parsed = parseListQuery(raw);
       const criteria = await runHook(plugins, 'beforeSearch', { kind: 'list', query: parsed as unknown as Record<string, unknown> }, ctx);
       const q = criteria.query as unknown as ListQuery;
@@ -226,20 +224,8 @@ export function createVconService(deps: VconServiceDeps) {
     },
 
     /** PATCH of subject, extensions, critical (legacy must_support is stored as critical). */
-    async update(uuid: string, patch: unknown, ctx: RequestCtx): Promise<JsonObject> {
-      if (!isObject(patch)) {
-        throw new ValidationError('The update body must be a JSON object', [{ path: '(root)', message: 'must be an object' }]);
-      }
-      const unknownKeys = Object.keys(patch).filter((k) => !(PATCHABLE as readonly string[]).includes(k));
-      if (unknownKeys.length) {
-        throw new ValidationError(
-          `Only subject, extensions and critical (legacy must_support) can be updated; not ${unknownKeys.join(', ')}`,
-          unknownKeys.map((k) => ({ path: k, message: 'is not an updatable field (allowed: subject, extensions, critical, must_support)' })),
-        );
-      }
-      if (Object.keys(patch).length === 0) {
-        throw new ValidationError('Nothing to update: send subject, extensions or critical', [{ path: '(root)', message: 'no fields' }]);
-      }
+    async update(uuid: string, body: unknown, ctx: RequestCtx): Promise<JsonObject> {
+      const patch = parseBody(VconPatch, body);
       const changes = await runHook(plugins, 'beforeUpdate', patch, { ...ctx, uuid });
       const { doc } = await modify(uuid, (doc) => {
         for (const [k, v] of Object.entries(changes)) {

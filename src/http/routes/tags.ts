@@ -1,9 +1,8 @@
 import type { Router } from 'express';
-import { stringParam, uuidParam } from '../../domain/queries.js';
-import { ValidationError } from '../../domain/errors.js';
+import { parseBody, parseParams, parseUuid, TagPut, TagsQuery } from '../../domain/params.js';
 import type { Services } from '../../services/index.js';
 import type { DiscoveryKind } from '../../services/discovery-service.js';
-import { ctxOf, methodNotAllowed, q } from './util.js';
+import { ctxOf, methodNotAllowed, queryOf } from './util.js';
 
 /** Tag routes and discovery (API.md "Tags", "Discovery"). */
 export function registerTagRoutes(router: Router, services: Services) {
@@ -12,8 +11,8 @@ export function registerTagRoutes(router: Router, services: Services) {
   router
     .route('/vcons/:uuid/tags')
     .get(async (req, res) => {
-      const uuid = uuidParam(req.params.uuid);
-      const key = stringParam('key', q(req, 'key'));
+      const uuid = parseUuid(req.params.uuid);
+      const { key } = parseParams(TagsQuery, queryOf(req));
       if (key !== undefined) {
         res.json({ success: true, uuid, key, value: await tags.getOne(uuid, key, ctxOf(req, res)) });
         return;
@@ -21,7 +20,7 @@ export function registerTagRoutes(router: Router, services: Services) {
       res.json({ success: true, uuid, tags: await tags.get(uuid, ctxOf(req, res)) });
     })
     .delete(async (req, res) => {
-      await tags.removeAll(uuidParam(req.params.uuid), ctxOf(req, res));
+      await tags.removeAll(parseUuid(req.params.uuid), ctxOf(req, res));
       res.status(204).end();
     })
     .all(methodNotAllowed);
@@ -29,16 +28,12 @@ export function registerTagRoutes(router: Router, services: Services) {
   router
     .route('/vcons/:uuid/tags/:key')
     .put(async (req, res) => {
-      const uuid = uuidParam(req.params.uuid);
-      const body = req.body as unknown;
-      if (!body || typeof body !== 'object' || Array.isArray(body) || !('value' in body)) {
-        throw new ValidationError('Body must be a JSON object with a "value" field', [{ path: 'value', message: 'is required' }]);
-      }
-      const r = await tags.set(uuid, req.params.key, (body as { value: unknown }).value, ctxOf(req, res));
+      const uuid = parseUuid(req.params.uuid);
+      const r = await tags.set(uuid, req.params.key, parseBody(TagPut, req.body).value, ctxOf(req, res));
       res.json({ success: true, uuid, ...r });
     })
     .delete(async (req, res) => {
-      await tags.remove(uuidParam(req.params.uuid), req.params.key, ctxOf(req, res));
+      await tags.remove(parseUuid(req.params.uuid), req.params.key, ctxOf(req, res));
       res.status(204).end();
     })
     .all(methodNotAllowed);
@@ -55,7 +50,7 @@ export function registerTagRoutes(router: Router, services: Services) {
     .get(async (req, res) => {
       res.json({
         success: true,
-        ...(await tags.search({ tags: q(req, 'tags'), limit: q(req, 'limit'), offset: q(req, 'offset') }, ctxOf(req, res))),
+        ...(await tags.search(queryOf(req), ctxOf(req, res))),
       });
     })
     .all(methodNotAllowed);
@@ -64,7 +59,7 @@ export function registerTagRoutes(router: Router, services: Services) {
     router
       .route(path)
       .get(async (req, res) => {
-        const r = await discovery.values(kind, { include_counts: q(req, 'include_counts'), min_count: q(req, 'min_count') }, ctxOf(req, res));
+        const r = await discovery.values(kind, queryOf(req), ctxOf(req, res));
         res.json({ success: true, ...r });
       })
       .all(methodNotAllowed);

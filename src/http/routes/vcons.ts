@@ -1,7 +1,7 @@
 import type { Router } from 'express';
-import { enumParam, GET_FORMATS, stringParam, uuidParam } from '../../domain/queries.js';
+import { AnalysisQuery, AttachmentsQuery, GetVconQuery, parseParams, parseUuid } from '../../domain/params.js';
 import type { Services } from '../../services/index.js';
-import { ctxOf, methodNotAllowed, q, queryOf } from './util.js';
+import { ctxOf, methodNotAllowed, queryOf } from './util.js';
 
 /** vCon CRUD, batch, listing and sub-resources (API.md "vCons"); thin over the vCon service. */
 export function registerVconRoutes(router: Router, services: Services) {
@@ -40,8 +40,8 @@ export function registerVconRoutes(router: Router, services: Services) {
   router
     .route('/vcons/:uuid')
     .get(async (req, res) => {
-      const format = enumParam('format', q(req, 'format'), GET_FORMATS, 'full');
-      const uuid = uuidParam(req.params.uuid);
+      const { format } = parseParams(GetVconQuery, queryOf(req));
+      const uuid = parseUuid(req.params.uuid);
       const text = format === 'full' ? await vcons.getText(uuid) : undefined;
       if (text !== undefined) {
         res.type('application/json').send(`{"success":true,"vcon":${text}}`);
@@ -50,17 +50,17 @@ export function registerVconRoutes(router: Router, services: Services) {
       res.json({ success: true, vcon: await vcons.get(uuid, format, ctxOf(req, res)) });
     })
     .patch(async (req, res) => {
-      res.json({ success: true, vcon: await vcons.update(uuidParam(req.params.uuid), req.body, ctxOf(req, res)) });
+      res.json({ success: true, vcon: await vcons.update(parseUuid(req.params.uuid), req.body, ctxOf(req, res)) });
     })
     .delete(async (req, res) => {
-      res.json({ success: true, ...(await vcons.remove(uuidParam(req.params.uuid), ctxOf(req, res))) });
+      res.json({ success: true, ...(await vcons.remove(parseUuid(req.params.uuid), ctxOf(req, res))) });
     })
     .all(methodNotAllowed);
 
   router
     .route('/vcons/:uuid/dialog')
     .post(async (req, res) => {
-      const r = await vcons.append(uuidParam(req.params.uuid), 'dialog', req.body, ctxOf(req, res));
+      const r = await vcons.append(parseUuid(req.params.uuid), 'dialog', req.body, ctxOf(req, res));
       res.status(201).json({ success: true, uuid: r.uuid, index: r.index, dialog: r.item });
     })
     .all(methodNotAllowed);
@@ -68,12 +68,12 @@ export function registerVconRoutes(router: Router, services: Services) {
   router
     .route('/vcons/:uuid/analysis')
     .get(async (req, res) => {
-      const uuid = uuidParam(req.params.uuid);
-      const analysis = await vcons.getAnalysis(uuid, stringParam('type', q(req, 'type')), ctxOf(req, res));
+      const uuid = parseUuid(req.params.uuid);
+      const analysis = await vcons.getAnalysis(uuid, parseParams(AnalysisQuery, queryOf(req)).type, ctxOf(req, res));
       res.json({ success: true, uuid, count: analysis.length, analysis });
     })
     .post(async (req, res) => {
-      const r = await vcons.append(uuidParam(req.params.uuid), 'analysis', req.body, ctxOf(req, res));
+      const r = await vcons.append(parseUuid(req.params.uuid), 'analysis', req.body, ctxOf(req, res));
       res.status(201).json({ success: true, uuid: r.uuid, index: r.index, analysis: r.item });
     })
     .all(methodNotAllowed);
@@ -81,13 +81,12 @@ export function registerVconRoutes(router: Router, services: Services) {
   router
     .route('/vcons/:uuid/attachments')
     .get(async (req, res) => {
-      const uuid = uuidParam(req.params.uuid);
-      const filter = { purpose: stringParam('purpose', q(req, 'purpose')), type: stringParam('type', q(req, 'type')) };
-      const attachments = await vcons.getAttachments(uuid, filter, ctxOf(req, res));
+      const uuid = parseUuid(req.params.uuid);
+      const attachments = await vcons.getAttachments(uuid, parseParams(AttachmentsQuery, queryOf(req)), ctxOf(req, res));
       res.json({ success: true, uuid, count: attachments.length, attachments });
     })
     .post(async (req, res) => {
-      const r = await vcons.append(uuidParam(req.params.uuid), 'attachments', req.body, ctxOf(req, res));
+      const r = await vcons.append(parseUuid(req.params.uuid), 'attachments', req.body, ctxOf(req, res));
       res.status(201).json({ success: true, uuid: r.uuid, index: r.index, attachment: r.item });
     })
     .all(methodNotAllowed);
