@@ -3,7 +3,7 @@
 // statement, setting, temp table) outlives it; as the group's analyze role where the launcher made
 // one (SELECT on this schema only), in a READ ONLY transaction that is always rolled back.
 import postgres from 'postgres';
-import type { Sql } from './client.js';
+import { searchPathOf, type Sql } from './client.js';
 import { withCredentials } from './roles.js';
 
 export interface ExplainResult {
@@ -34,7 +34,7 @@ export interface ExplainOptions {
 }
 
 export function createAnalyzeRepo(conn: AnalyzeConnection) {
-  const searchPath = conn.schema === 'public' ? 'public, extensions' : `"${conn.schema}", extensions`;
+  const searchPath = searchPathOf(conn.schema);
   const url = withCredentials(conn.url, conn.user, conn.password);
   return {
     schema: conn.schema,
