@@ -27,6 +27,8 @@ export interface TermInput {
 export interface RankedTerm extends TermInput {
   idf: number;
   rare: boolean;
+  /** A word's place among the query's words, rarest first (1..); 0 for phrases and exclusions. */
+  step: number;
 }
 
 /**
@@ -66,17 +68,26 @@ export interface UnitVector {
   vec: Float32Array;
 }
 
+/** Below this many vCons (by the planner's estimate) docCount counts them. */
+const EXACT_COUNT_BELOW = 20_000;
+
 /** Options of ts_headline: short fragments around the hits, ** around each hit (API.md: ≤ 300 chars). */
 const HEADLINE_OPTS = 'MaxWords=28, MinWords=8, ShortWord=2, MaxFragments=2, FragmentDelimiter=" … ", StartSel=**, StopSel=**';
 /** Text handed to ts_headline: its cost grows with the body, and a snippet needs only the start. */
 const HEADLINE_CHARS = 30_000;
 
 export function createSearchRepo(db: Db) {
-  const filterSql = (f: SearchFilters, createdCol: 'vs.created_at' | 'vv.created_at', uuidCol: 'vs.vcon_uuid' | 'vv.vcon_uuid') => {
+  /**
+   * The filters as SQL conditions. `perRow` tests each tag row by row (offset 0 keeps the planner
+   * from turning the test into a join): a scan that stops at a limit then stops early, instead of
+   * hashing every match of a common word first.
+   */
+  const filterSql = (f: SearchFilters, createdCol: 'vs.created_at' | 'vv.created_at', uuidCol: 'vs.vcon_uuid' | 'vv.vcon_uuid', perRow = false) => {
     const created = createdCol === 'vs.created_at' ? db`vs.created_at` : db`vv.created_at`;
     const uuid = uuidCol === 'vs.vcon_uuid' ? db`vs.vcon_uuid` : db`vv.vcon_uuid`;
     const tags = Object.entries(f.tags ?? {}).map(
-      ([k, v]) => db`and exists (select 1 from vcon_tags t where t.vcon_uuid = ${uuid} and t.key = ${k} and t.value = ${v})`,
+      ([k, v]) =>
+        db`and exists (select 1 from vcon_tags t where t.vcon_uuid = ${uuid} and t.key = ${k} and t.value = ${v} ${perRow ? db`offset 0` : db``})`,
     );
     return db`
       ${f.start_date ? db`and ${created} >= ${f.start_date}` : db``}
@@ -85,63 +96,119 @@ export function createSearchRepo(db: Db) {
   };
 
   return {
-    /** Searchable vCons of the group (the N of the term weights). */
+    /**
+     * Searchable vCons of the group (the N of the term weights): counted while few, else the
+     * planner's row estimate (counting 100k rows takes ~10 ms; the weights need no exact N).
+     */
     async docCount(): Promise<number> {
-      const [r] = await db<{ n: number }[]>`select count(*)::int as n from vcon_search`;
+      const [r] = await db<{ n: number }[]>`
+        select case when c.reltuples >= ${EXACT_COUNT_BELOW} then c.reltuples::int else (select count(*)::int from vcon_search) end as n
+        from pg_class c where c.oid = 'vcon_search'::regclass`;
       return r.n;
     },
 
     /**
      * For each term: whether it has a content word (stop words alone have none) and how many vCons
-     * contain it, counted up to `cap` (a GIN lookup that stops early for common words).
+     * contain it. A one-lexeme word among the planner's most common elements of vcon_search.tsv
+     * (pg_stats, kept by ANALYZE) is estimated from its sampled frequency, at no cost; any other
+     * term is counted up to `cap` (a GIN lookup that stops early). Counting a common word visits
+     * a heap row per match, ~6 ms per word at the cap: the estimate keeps a cold query cheap.
      */
     async termStats(terms: TermInput[], cap: number): Promise<{ content: boolean; df: number }[]> {
       if (terms.length === 0) return [];
       const rows = await db<{ content: boolean; df: number | null }[]>`
+        with st as (
+          select u.lexeme, u.freq * greatest(c.reltuples, 0) as n
+          from pg_class c
+          join pg_namespace ns on ns.oid = c.relnamespace
+          join pg_stats s on s.schemaname = ns.nspname and s.tablename = c.relname and s.attname = 'tsv'
+          cross join lateral unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) as u(lexeme, freq)
+          where c.oid = 'vcon_search'::regclass and u.lexeme is not null
+        )
         select numnode(x.q) > 0 as content,
-          case when numnode(x.q) > 0 then (select count(*)::int from (select 1 from vcon_search vs where vs.tsv @@ x.q limit ${cap}) s) end as df
+          case when numnode(x.q) = 0 then null
+               when e.n is not null then greatest(round(e.n), 1)::int
+               else (select count(*)::int from (select 1 from vcon_search vs where vs.tsv @@ x.q limit ${cap}) s) end as df
         from unnest(${terms.map((t) => t.text)}::text[], ${terms.map((t) => t.kind)}::text[]) with ordinality as t(txt, kind, ord)
         cross join lateral (select ${termQuery(db)} as q) x
+        cross join lateral (select case when t.kind = 'word' then tsvector_to_array(to_tsvector('english', t.txt)) end as lx) l
+        left join st e on cardinality(l.lx) = 1 and e.lexeme = l.lx[1]
         order by t.ord`;
       return rows.map((r) => ({ content: r.content, df: r.df ?? 0 }));
     },
 
+    /** Whether some vCon contains each word (a spelling suggestion is only taken if one does). */
+    async present(words: string[]): Promise<boolean[]> {
+      if (words.length === 0) return [];
+      const rows = await db<{ found: boolean }[]>`
+        select exists (select 1 from vcon_search vs where vs.tsv @@ plainto_tsquery('english', t.w)) as found
+        from unnest(${words}::text[]) with ordinality as t(w, ord)
+        order by t.ord`;
+      return rows.map((r) => r.found);
+    },
+
     /**
      * Ranked keyword search, best first: the sum over the query's terms of idf × ts_rank (a
-     * saturating, field-weighted term frequency). Only candidates are scored: the vCons holding any
-     * `rare` term, those holding every term (at most `cap`), and, when no term is rare, at most
-     * `cap` holding any. Phrases are required and exclusions excluded.
+     * saturating, field-weighted term frequency). Only candidates are scored, so a common word
+     * costs a bounded amount of work: every vCon holding a `rare` term, and at most `cap` drawn
+     * from the rarest words first: those holding every word, then (while fewer than `cap`) those
+     * holding all but the most common one, and so on down to the rarest word alone, then each
+     * other word without the rarer ones. Each step is one GIN lookup (the conjunction is driven
+     * by its rarest posting list); the steps after the cap is reached never run. Phrases are
+     * required and exclusions excluded.
      */
     async keyword(terms: RankedTerm[], f: SearchFilters, limit: number, offset: number, cap: number): Promise<KeywordRow[]> {
       if (!terms.some((t) => t.kind !== 'not')) return [];
       const filters = filterSql(f, 'vs.created_at', 'vs.vcon_uuid');
+      const rowFilters = filterSql(f, 'vs.created_at', 'vs.vcon_uuid', true);
+      const words = terms.filter((t) => t.kind === 'word').length;
       return db<KeywordRow[]>`
         with t as materialized (
-          select t.kind, t.idf, t.rare = 1 as rare, ${termQuery(db)} as q
-          from unnest(${terms.map((t) => t.text)}::text[], ${terms.map((t) => t.kind)}::text[], ${terms.map((t) => t.idf)}::float8[], ${terms.map((t) => (t.rare ? 1 : 0))}::int[])
-            as t(txt, kind, idf, rare)
+          select t.kind, t.idf, t.rare = 1 as rare, t.step, ${termQuery(db)} as q
+          from unnest(${terms.map((t) => t.text)}::text[], ${terms.map((t) => t.kind)}::text[], ${terms.map((t) => t.idf)}::float8[],
+                      ${terms.map((t) => (t.rare ? 1 : 0))}::int[], ${terms.map((t) => t.step)}::int[])
+            as t(txt, kind, idf, rare, step)
+          where numnode(${termQuery(db)}) > 0
         ),
-        pos as materialized (select * from t where kind <> 'not' and numnode(q) > 0),
+        pos as materialized (select * from t where kind <> 'not'),
+        steps as materialized (
+          select s.ord, (
+            select string_agg(case when t.kind = 'not' or (t.kind = 'word' and t.step not between s.lo and s.hi) then '!(' || t.q::text || ')'
+                                   else '(' || t.q::text || ')' end, ' & ')::tsquery
+            from t where t.kind <> 'word' or t.step <= s.top
+          ) as q
+          from (
+            select ${words} - k as ord, 1 as lo, k as hi, k + 1 as top from generate_series(${words}, least(${words}, 1), -1) as k
+            union all
+            select ${words} + j, j, j, j from generate_series(2, ${words}) as j
+          ) s
+          order by s.ord
+        ),
+        ladder as (
+          select l.vcon_uuid, l.tsv from steps cross join lateral (
+            select vs.vcon_uuid, vs.tsv from vcon_search vs where vs.tsv @@ steps.q ${rowFilters} limit ${cap}
+          ) l
+          limit ${cap}
+        ),
+        -- Each candidate's tsv is carried along: reading it again by key costs more than the scans.
         cand as (
-          select vs.vcon_uuid from vcon_search vs
-          where vs.tsv @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from pos where rare) ${filters}
-          union
-          (select vs.vcon_uuid from vcon_search vs
-           where vs.tsv @@ (select string_agg('(' || q::text || ')', ' & ')::tsquery from pos) ${filters} limit ${cap})
-          union
-          (select vs.vcon_uuid from vcon_search vs
-           where not exists (select 1 from pos where rare)
-             and vs.tsv @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from pos) ${filters} limit ${cap})
+          select distinct on (c.vcon_uuid) c.vcon_uuid, c.tsv from (
+            select vs.vcon_uuid, vs.tsv from vcon_search vs
+            where vs.tsv @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from pos where rare) ${filters}
+            union all
+            select vcon_uuid, tsv from ladder
+          ) c
+          order by c.vcon_uuid
         ),
         req as (
           select string_agg(case when kind = 'not' then '!(' || q::text || ')' else '(' || q::text || ')' end, ' & ')::tsquery as q
-          from t where kind in ('phrase', 'not') and numnode(q) > 0
+          from t where kind in ('phrase', 'not')
         )
-        select vs.vcon_uuid::text as uuid,
-          (select sum(pos.idf * ts_rank(${FIELD_WEIGHTS}::float4[], vs.tsv, pos.q, 0)) from pos where vs.tsv @@ pos.q)::float8 as score
-        from cand c join vcon_search vs on vs.vcon_uuid = c.vcon_uuid, req
-        where req.q is null or vs.tsv @@ req.q
-        order by score desc, vs.vcon_uuid desc
+        select c.vcon_uuid::text as uuid,
+          (select sum(pos.idf * ts_rank(${FIELD_WEIGHTS}::float4[], c.tsv, pos.q, 0)) from pos where c.tsv @@ pos.q)::float8 as score
+        from cand c, req
+        where req.q is null or c.tsv @@ req.q
+        order by score desc, c.vcon_uuid desc
         limit ${limit} offset ${offset}`;
     },
 
@@ -160,7 +227,9 @@ export function createSearchRepo(db: Db) {
           select su.vcon_uuid, su.source, su.idx, su.body, ts_rank_cd(su.tsv, q.query, 32) as rank,
                  row_number() over (partition by su.vcon_uuid order by ts_rank_cd(su.tsv, q.query, 32) desc, su.source, su.idx) as n
           from search_units su, q
-          where su.vcon_uuid = any(${uuids}::uuid[]) and su.tsv @@ q.query
+          -- Through the primary key: the page's few units are tested one by one (coalesce keeps
+          -- the planner from also walking the GIN postings of common words, ~5 ms at 100k).
+          where su.vcon_uuid = any(${uuids}::uuid[]) and coalesce(su.tsv @@ q.query, false)
         )
         select r.vcon_uuid::text as uuid, r.source, r.idx, r.rank::float8 as rank,
                ts_headline('english', left(r.body, ${HEADLINE_CHARS}), q.query, ${HEADLINE_OPTS}) as snippet

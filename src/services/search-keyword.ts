@@ -9,7 +9,7 @@ import { parseKeywordQuery, rewriteQuery } from './search-query.js';
 export const DF_CAP = 1_000;
 /** Terms draw candidates rarest first while their counts sum to at most this. */
 export const RARE_BUDGET = 500;
-/** At most this many candidates holding every term, and (no rare term) holding any. */
+/** At most this many candidates drawn from the words rarest first, beside those of the rare terms. */
 export const CANDIDATE_CAP = 100;
 /** The group's vCon count and term counts are re-read this often (a count moves slowly). */
 const COUNT_TTL_MS = 30_000;
@@ -24,7 +24,12 @@ export interface KeywordPlan {
   corrected_query: string | null;
 }
 
-export function createKeywordRanker(deps: { repo: SearchRepo; provider: Pick<EmbeddingProvider, 'suggest'> }) {
+export function createKeywordRanker(deps: {
+  repo: SearchRepo;
+  provider: Pick<EmbeddingProvider, 'suggest'>;
+  /** The counts of the rare terms may sum to this (default RARE_BUDGET). */
+  rareBudget?: number;
+}) {
   const { repo, provider } = deps;
   let count: { n: number; at: number } | undefined;
   const docCount = async () => {
@@ -66,15 +71,14 @@ export function createKeywordRanker(deps: { repo: SearchRepo; provider: Pick<Emb
     );
     if (unknown.length === 0) return out;
     const suggested = await Promise.all(unknown.map((t) => provider.suggest!(t.text)));
-    const flat = suggested.flatMap((s) => s.words);
-    const found = await termStats(flat.map((text) => ({ kind: 'word' as const, text })));
+    // A common word the group lacks is a real word, not a typo: it stays (and matches nothing).
+    const candidates = suggested.map((s) => (s.known ? [] : s.words));
+    const found = await repo.present(candidates.flat());
     let k = 0;
     unknown.forEach((t, i) => {
-      const words = suggested[i].words;
-      const hit = words.findIndex((_, j) => found[k + j].df > 0);
-      // A common word the group lacks is a real word, not a typo: it stays (and matches nothing).
-      if (hit >= 0 && !suggested[i].known) out.set(t.text, words[hit]);
-      k += words.length;
+      const hit = candidates[i].findIndex((_, j) => found[k + j]);
+      if (hit >= 0) out.set(t.text, candidates[i][hit]);
+      k += candidates[i].length;
     });
     return out;
   }
@@ -96,19 +100,21 @@ export function createKeywordRanker(deps: { repo: SearchRepo; provider: Pick<Emb
       .filter((i) => stats[i].content && stats[i].df > 0 && terms[i].kind !== 'not')
       .sort((a, b) => stats[a].df - stats[b].df);
     const rare = new Set<number>();
-    let budget = RARE_BUDGET;
+    let budget = deps.rareBudget ?? RARE_BUDGET;
     for (const i of order) {
       if (stats[i].df >= DF_CAP || stats[i].df > budget) break;
       budget -= stats[i].df;
       rare.add(i);
     }
+    // Candidates are drawn from the words rarest first (search-repo.ts keyword).
+    const step = new Map(order.filter((i) => terms[i].kind === 'word').map((i, k) => [i, k + 1]));
     const total = Math.max(n, 1);
     const ranked = terms.flatMap((t, i) => {
       if (!stats[i].content) return [];
       // An excluded term keeps its place; a positive one found nowhere can match nothing.
       if (t.kind !== 'not' && stats[i].df === 0 && t.kind === 'word') return [];
       const df = stats[i].df;
-      return [{ ...t, idf: Math.log(1 + (total - df + 0.5) / (df + 0.5)), rare: rare.has(i) }];
+      return [{ ...t, idf: Math.log(1 + (total - df + 0.5) / (df + 0.5)), rare: rare.has(i), step: step.get(i) ?? 0 }];
     });
     return { terms: ranked, corrected_query: fixed.size > 0 ? rewriteQuery(q, fixed) : null };
   }
