@@ -3,8 +3,14 @@
 // framework, validation, hooks, logging or derived writes. Started by the bench as a child.
 import http from 'node:http';
 import postgres from 'postgres';
+import { createSearchRepo } from '../../src/db/search-repo.js';
+import type { Sql } from '../../src/db/client.js';
+import { createKeywordRanker } from '../../src/services/search-keyword.js';
 
 const sql = postgres(process.env.DATABASE_URL!, { max: 10, connection: { search_path: process.env.FLOOR_SEARCH_PATH! } });
+const searchRepo = createSearchRepo(sql as unknown as Sql);
+/** No spelling provider: the floor corrects nothing. */
+const keyword = createKeywordRanker({ repo: searchRepo, provider: {} });
 const send = (res: http.ServerResponse, status: number, body: unknown) => {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 };
@@ -64,12 +70,12 @@ const routes: [RegExp, string, (m: RegExpExecArray, u: URL, req: http.IncomingMe
   [
     /^\/vcons\/search\/content$/,
     'GET',
-    async (_m, u) => ({
-      success: true,
-      results: await sql`with q as (select websearch_to_tsquery('english', ${u.searchParams.get('q')!}) as query)
-      select vs.vcon_uuid::text as uuid, ts_rank_cd(vs.tsv, q.query, 32)::float8 as score
-      from vcon_search vs, q where vs.tsv @@ q.query order by score desc, vs.vcon_uuid desc limit 10`,
-    }),
+    // The product's own ranking (OR over the words, BM25-like weights, bounded candidates): the
+    // same term statistics and ranking query, without corrections, snippets or the envelope.
+    async (_m, u) => {
+      const plan = await keyword.plan(u.searchParams.get('q')!);
+      return { success: true, results: plan.terms.length ? await searchRepo.keyword(plan.terms, {}, 10, 0, keyword.cap) : [] };
+    },
   ],
 ];
 

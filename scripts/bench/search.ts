@@ -1,6 +1,7 @@
 // Keyword, semantic and hybrid search latency at concurrency 1 over the HTTP routes. The keyword
-// floor is the ranking query alone (no snippets, no envelope) on the same tables, via the floor
-// server; semantic and hybrid have absolute goals only.
+// floor is the product's own OR ranking done directly against PostgreSQL (its term statistics and
+// ranking query; no corrections, snippets or envelope), via the floor server; semantic and hybrid
+// have absolute goals only.
 import { SEARCH_QUERIES } from './corpus.js';
 
 import { runSequential } from './load.js';
@@ -72,7 +73,7 @@ export async function measureSearch(opts: {
       );
     }
     const at = `${opts.corpusSize.toLocaleString('en-US')} vCons`;
-    const floorLabel = 'the ranking query alone (vcon_search, no snippets) via node:http';
+    const floorLabel = 'the same OR ranking (term statistics + ranking query of search-repo.ts; no corrections, no snippets) via node:http';
     const note = [`${queries.length} queries`, empty ? `${empty} returned no result` : '', `first query ${firstQueryMs[k.kind].toFixed(0)} ms`]
       .filter(Boolean)
       .join('; ');
