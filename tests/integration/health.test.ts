@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrl } from '../helpers/db.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/poll.js';
 
 let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
 let s: TestServer;
@@ -27,26 +28,19 @@ describe('/health', () => {
     expect(JSON.stringify(r.body)).not.toMatch(/PostgreSQL \d|127\.0\.0\.1|password/);
   });
 
-  it('answers 503 within 2 s when the database is unreachable, and 200 again when it returns', async () => {
+  // How soon the answer comes is the health check's own timeout, tested with a fake clock in tests/unit/health.test.ts.
+  it('answers 503 when the database is unreachable, and 200 again when it returns', async () => {
     await proxy.cut();
-    const t0 = Date.now();
     const down = await s.api('/health', { key: null });
-    const elapsed = Date.now() - t0;
     expect(down.status).toBe(503);
     expect(down.body).toMatchObject({ success: false, status: 'unhealthy', database: 'error', schema: s.schema, instance: 'Health Group' });
-    expect(elapsed).toBeLessThan(2000);
     // A data route during the outage is a 503 in the error format, not a 500 or a hang.
     const read = await s.api('/vcons');
     expect(read.status).toBe(503);
     expect(read.body).toMatchObject({ success: false, error: 'database_unavailable' });
 
     await proxy.restore();
-    let back = 0;
-    for (let i = 0; i < 50 && back !== 200; i++) {
-      back = (await s.api('/health', { key: null })).status;
-      if (back !== 200) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(back).toBe(200);
+    await waitFor(async () => (await s.api('/health', { key: null })).status === 200, 10_000, 100, '/health to answer 200 again');
     expect((await s.api('/vcons')).status).toBe(200);
   });
 });

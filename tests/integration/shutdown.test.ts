@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { adminSql } from '../helpers/db.js';
 import { startTestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/poll.js';
 
 const state = () => ((globalThis as any).__slowPlugin ??= { arrived: 0 }) as { arrived: number };
 
@@ -13,8 +14,7 @@ describe('graceful shutdown', () => {
     const N = 20;
     const creates = Array.from({ length: N }, (_, i) => s.api('/vcons', { method: 'POST', json: { subject: `inflight ${i}` } }));
     // Wait until every request is inside the server (held by the slow plugin), then stop.
-    for (let i = 0; i < 200 && state().arrived < N; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(state().arrived).toBe(N);
+    await waitFor(() => state().arrived === N, 20_000, 10, `all ${N} creates inside the server`);
     await s.instance.stop();
     const results = await Promise.all(creates);
     expect(results.map((r) => r.status)).toEqual(Array(N).fill(201));

@@ -26,11 +26,11 @@ describe('vcon-launch start --detach / status / stop', () => {
   });
 
   test('--detach exits 0 once both groups are healthy and leaves them running', async () => {
+    // How long it takes is a bench figure (scripts/bench/density.ts), not a test budget.
     const t0 = Date.now();
     const r = await ws.run(['start', '--all', '--detach']);
     expect(r.exitCode, r.stderr).toBe(0);
     startNotes = r.stderr;
-    expect(Date.now() - t0).toBeLessThan(20_000);
     expect(r.stdout).toMatch(/GROUP\s+LABEL\s+SCHEMA\s+ROLE\s+URL\s+PID/);
     const reg = ws.registry();
     expect(Object.keys(reg).sort()).toEqual(['one', 'two']);

@@ -112,16 +112,7 @@ export function serverPidsForSchema(schema: string): number[] {
 export { isAlive } from '../../src/process.js';
 export { sleep };
 
-/** Polls until fn returns a truthy value or the time is up. */
-export async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs = 20_000, everyMs = 50): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms`);
-    await sleep(everyMs);
-  }
-}
+export { waitFor } from '../helpers/poll.js';
 
 /** JSON fetch against a group's REST base with the test key. */
 export async function api(base: string, p: string, init: RequestInit & { json?: unknown } = {}) {

@@ -9,6 +9,8 @@ export interface HttpSession {
   transport: StreamableHTTPClientTransport;
   /** Calls a tool and returns the result with its structured content typed loosely. */
   call(name: string, args?: Record<string, unknown>): Promise<CallToolResult & { structuredContent?: any }>;
+  /** Settles once the client's standalone SSE stream (GET /mcp) has been answered with a stream. */
+  sseOpen: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -16,12 +18,22 @@ export interface HttpSession {
 export async function connectHttp(url: string, key: string | null, header = 'authorization'): Promise<HttpSession> {
   const headers: Record<string, string> = {};
   if (key !== null) headers[header] = header === 'authorization' ? `Bearer ${key}` : key;
-  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } });
+  let opened!: () => void;
+  const sseOpen = new Promise<void>((resolve) => (opened = resolve));
+  // The client opens its SSE stream in the background after initialising: watch for the answer.
+  const watching: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    const isStream = res.headers.get('content-type')?.startsWith('text/event-stream');
+    if ((init?.method ?? 'GET') === 'GET' && res.ok && isStream) opened();
+    return res;
+  };
+  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers }, fetch: watching });
   const client = new Client({ name: 'vcon-mcp-tests', version: '1.0.0' });
   await client.connect(transport);
   return {
     client,
     transport,
+    sseOpen,
     call: async (name, args = {}) => (await client.callTool({ name, arguments: args })) as CallToolResult & { structuredContent?: any },
     async close() {
       await transport.terminateSession().catch(() => undefined);

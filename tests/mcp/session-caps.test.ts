@@ -8,6 +8,7 @@ import { createTestSchema, type TestSchema } from '../helpers/db.js';
 import { KEY, RO_KEY } from '../helpers/server.js';
 import { serveByHand, type HandBuilt } from './hand-built.js';
 import { connectHttp, type HttpSession } from './helpers.js';
+import { waitFor } from '../helpers/poll.js';
 
 /** Creates wait here until the test opens the gate: sessions provably busy with a call. */
 let gate: Promise<void> = Promise.resolve();
@@ -80,13 +81,7 @@ const listStatus = async (url: string, key: string, sid: string) =>
     })
   ).status;
 
-async function until(what: string, ok: () => boolean, ms = 20_000) {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = (what: string, ok: () => boolean, ms = 20_000) => waitFor(ok, ms, 20, what);
 
 describe('MCP sessions per key', () => {
   it("1,000 initialize calls from a read-only key do not lock the read-write key out (the issue's request, default caps)", async () => {

@@ -16,6 +16,7 @@ import { bytesToVector, signCodeBytes } from '../../src/embeddings/code.js';
 import { createSearchService } from '../../src/services/search-service.js';
 import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
 import { buildVcon } from './builders.js';
+import { waitFor } from '../helpers/poll.js';
 
 const configFor = (schema: string, env: Record<string, string> = {}) =>
   parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, LOG_LEVEL: 'silent', ...env });
@@ -205,11 +206,15 @@ describe('OpenAI-compatible provider', () => {
     await services.vcons.create(v, internalCtx);
     // Keyword search is immediate; the semantic side follows within the worker's polling interval.
     expect((await services.search.content({ q: 'umbrella' }, internalCtx)).results).toHaveLength(1);
-    let found: string[] = [];
-    for (let i = 0; i < 50 && found.length === 0; i++) {
-      found = (await services.search.semantic({ q: 'umbrella frame snapped' }, internalCtx)).results.map((r) => r.uuid);
-      if (found.length === 0) await new Promise((r) => setTimeout(r, 100));
-    }
+    const found = await waitFor(
+      async () => {
+        const uuids = (await services.search.semantic({ q: 'umbrella frame snapped' }, internalCtx)).results.map((r) => r.uuid);
+        return uuids.length ? uuids : undefined;
+      },
+      10_000,
+      100,
+      'the embedding worker to embed the new vCon',
+    );
     expect(found).toEqual([v.uuid]);
     const [queue] = await t.sql<{ n: number }[]>`select count(*)::int as n from embedding_queue`;
     expect(queue.n).toBe(0);
