@@ -68,6 +68,9 @@ export interface UnitVector {
   vec: Float32Array;
 }
 
+/** The rare terms' vCons scored at most (their counts are estimates: a wrong one can't unbound the work). */
+const RARE_ROWS = 2_000;
+
 /** Below this many vCons (by the planner's estimate) docCount counts them. */
 const EXACT_COUNT_BELOW = 20_000;
 
@@ -108,17 +111,19 @@ export function createSearchRepo(db: Db) {
     },
 
     /**
-     * For each term: whether it has a content word (stop words alone have none) and how many vCons
-     * contain it. A one-lexeme word among the planner's most common elements of vcon_search.tsv
+     * For each term: whether it has a content word (stop words alone have none) and how many of the
+     * group's `docs` vCons contain it. A one-lexeme word among the planner's most common elements of vcon_search.tsv
      * (pg_stats, kept by ANALYZE) is estimated from its sampled frequency, at no cost; any other
      * term is counted up to `cap` (a GIN lookup that stops early). Counting a common word visits
      * a heap row per match, ~6 ms per word at the cap: the estimate keeps a cold query cheap.
      */
-    async termStats(terms: TermInput[], cap: number): Promise<{ content: boolean; df: number }[]> {
+    async termStats(terms: TermInput[], cap: number, docs: number): Promise<{ content: boolean; df: number }[]> {
       if (terms.length === 0) return [];
+      // The sampled frequency is scaled by today's count `docs`: the table may have grown since
+      // ANALYZE, and an old small count would make a common word look rare.
       const rows = await db<{ content: boolean; df: number | null }[]>`
         with st as (
-          select u.lexeme, u.freq * greatest(c.reltuples, 0) as n
+          select u.lexeme, u.freq * ${docs}::float8 as n
           from pg_class c
           join pg_namespace ns on ns.oid = c.relnamespace
           join pg_stats s on s.schemaname = ns.nspname and s.tablename = c.relname and s.attname = 'tsv'
@@ -193,8 +198,9 @@ export function createSearchRepo(db: Db) {
         -- Each candidate's tsv is carried along: reading it again by key costs more than the scans.
         cand as (
           select distinct on (c.vcon_uuid) c.vcon_uuid, c.tsv from (
-            select vs.vcon_uuid, vs.tsv from vcon_search vs
-            where vs.tsv @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from pos where rare) ${filters}
+            (select vs.vcon_uuid, vs.tsv from vcon_search vs
+             where vs.tsv @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery from pos where rare) ${filters}
+             limit ${RARE_ROWS})
             union all
             select vcon_uuid, tsv from ladder
           ) c

@@ -31,9 +31,14 @@ export function createKeywordRanker(deps: {
   rareBudget?: number;
 }) {
   const { repo, provider } = deps;
-  let count: { n: number; at: number } | undefined;
-  const docCount = async () => {
-    if (!count || Date.now() - count.at > COUNT_TTL_MS) count = { n: await repo.docCount(), at: Date.now() };
+  let count: { n: Promise<number>; at: number } | undefined;
+  const docCount = () => {
+    if (!count || Date.now() - count.at > COUNT_TTL_MS) {
+      const n = repo.docCount();
+      count = { n, at: Date.now() };
+      // A failed count is not remembered.
+      n.catch(() => (count = undefined));
+    }
     return count.n;
   };
   // Term counts of recent queries: a repeated word costs no posting-list walk. A word found in no
@@ -48,7 +53,7 @@ export function createKeywordRanker(deps: {
     };
     const missing = terms.filter((t) => !fresh(t));
     if (missing.length > 0) {
-      const got = await repo.termStats(missing, DF_CAP);
+      const got = await repo.termStats(missing, DF_CAP, await docCount());
       if (cached.size > MAX_CACHED_TERMS) cached.clear();
       missing.forEach((t, i) => {
         if (got[i].df > 0 || !got[i].content) cached.set(key(t), { ...got[i], at: now });

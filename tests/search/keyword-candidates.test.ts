@@ -85,10 +85,12 @@ describe('term counts', () => {
       { kind: 'word' as const, text: 'zeppelin' },
     ];
     // Counted: stops at the cap.
-    expect((await repo.termStats(terms, 2)).map((s) => s.df)).toEqual([2, 2, 0]);
+    expect((await repo.termStats(terms, 2, all.length)).map((s) => s.df)).toEqual([2, 2, 0]);
     await t.sql`analyze vcon_search`;
     // Estimated from the statistics (every row is sampled here, so exact).
-    expect((await repo.termStats(terms, 2)).map((s) => s.df)).toEqual([12, 9, 0]);
-    expect((await repo.termStats([{ kind: 'word', text: 'the' }], 2))[0]).toEqual({ content: false, df: 0 });
+    expect((await repo.termStats(terms, 2, all.length)).map((s) => s.df)).toEqual([12, 9, 0]);
+    // The sampled frequency scales with today's count, not the count at ANALYZE time.
+    expect((await repo.termStats(terms, 2, 2 * all.length)).map((s) => s.df)).toEqual([24, 18, 0]);
+    expect((await repo.termStats([{ kind: 'word', text: 'the' }], 2, all.length))[0]).toEqual({ content: false, df: 0 });
   });
 });
