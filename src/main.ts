@@ -53,13 +53,14 @@ export interface Instance {
 /** Wires the services of one instance over a pinned pool. Exported for tests and tools. */
 export function createServices(sql: Sql, config: Config, plugins: readonly Plugin[] = [], log?: Logger, databaseUrl = config.db.url): Services {
   const buildInfo = getBuildInfo();
-  // Search: the index is written by a DerivedWriter inside every write transaction. An inline
-  // provider loads its word vectors on first use (~0.5 s once, ~45 MB): an idle group stays small
-  // and ten groups start fast. A remote provider drains its queue in the background.
+  // Search: writes queue their vCons in their own transaction and the index worker (of every
+  // instance) indexes them in batches; a search first indexes what was acknowledged before it.
+  // An inline provider loads its word vectors on first use (~0.5 s once, ~45 MB): an idle group
+  // stays small and ten groups start fast.
   const searchLog = (log ?? createLogger(config)).child({ component: 'search' });
   const search = createSearch({ sql, provider: createEmbeddingProvider(config, searchLog), plugins, log: searchLog });
-  const transact = createTransactor(sql, [search.writer]);
-  const vcons = createVconService({ repo: createVconRepo(sql, [search.writer]), transact, plugins });
+  const transact = createTransactor(sql);
+  const vcons = createVconService({ repo: createVconRepo(sql), transact, plugins, index: search.writes });
   search.start();
   const admission = createAdmission({ limit: config.db.poolMax, maxWaitMs: config.db.queueTimeoutMs });
   return {
@@ -67,10 +68,15 @@ export function createServices(sql: Sql, config: Config, plugins: readonly Plugi
     health: createHealthService({
       // One round trip that also counts this instance's server connections (by application_name).
       ping: async () => {
-        const [r] = await sql<{ n: number }[]>`
-          select count(*)::int as n from pg_stat_activity
-           where datname = current_database() and application_name = current_setting('application_name')`;
-        return r.n;
+        const [r] = await sql<{ n: number; pending: number; lag_s: number; failing: number }[]>`
+          select (select count(*)::int from pg_stat_activity
+                   where datname = current_database() and application_name = current_setting('application_name')) as n,
+                 q.pending, q.lag_s, q.failing
+          from (select count(*)::int as pending,
+                       coalesce(extract(epoch from clock_timestamp() - min(enqueued_at)), 0)::float8 as lag_s,
+                       count(*) filter (where last_error is not null)::int as failing
+                from index_queue) q`;
+        return { connections: r.n, index: { pending: r.pending, lag_s: Math.round(r.lag_s * 1000) / 1000, failing: r.failing } };
       },
       admission,
       schema: config.db.schema,

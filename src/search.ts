@@ -1,18 +1,17 @@
 // Composition of search for one instance (ARCHITECTURE.md "Search"): the indexer with its
-// transaction, the DerivedWriter that indexes inside every write transaction, the search
-// service, and the embedding worker of a remote provider.
+// transaction, the background index worker, and the search service made consistent with every
+// write acknowledged before a search (it first indexes what is still queued, bounded).
 import type { Db, Sql } from './db/client.js';
-import type { DerivedWriter } from './db/vcon-repo.js';
 import { createSearchRepo } from './db/search-repo.js';
 import { createSearchIndexRepo } from './db/search-index-repo.js';
-import { createEmbeddingQueueRepo } from './db/embedding-queue-repo.js';
+import { createIndexQueueRepo } from './db/index-queue-repo.js';
 import type { EmbeddingProvider } from './embeddings/types.js';
 import type { Plugin } from './plugins/hooks.js';
 import { createSearchIndexer, type IndexRepos, type IndexTransact } from './services/search-indexer.js';
-import { createSearchService } from './services/search-service.js';
-import { createEmbeddingWorker } from './services/embedding-worker.js';
+import { createSearchService, type SearchService } from './services/search-service.js';
+import { createIndexWorker } from './services/index-worker.js';
 
-const indexRepos = (db: Db): IndexRepos => ({ index: createSearchIndexRepo(db), queue: createEmbeddingQueueRepo(db) });
+const indexRepos = (db: Db): IndexRepos => ({ index: createSearchIndexRepo(db), queue: createIndexQueueRepo(db) });
 
 const indexTransactor =
   (sql: Sql): IndexTransact =>
@@ -24,29 +23,50 @@ interface SearchLog {
   warn(obj: object, msg: string): void;
 }
 
+/**
+ * How long a search waits for writes acknowledged before it to be indexed. Past it the search
+ * answers from the index as it is (the lag shows in /health): a backlog (a bulk import) must not
+ * turn every search into a wait.
+ */
+export const SEARCH_CATCH_UP_MS = 2000;
+/** How long a write with wait_for=search waits for its own indexing. */
+export const WAIT_FOR_SEARCH_MS = 30_000;
+
+/** What the write path needs from search: a wake-up for the worker and the wait of wait_for=search. */
+export interface IndexNotifier {
+  written(uuids: string[]): void;
+  /** Resolves when the vCons are indexed (true) or after WAIT_FOR_SEARCH_MS (false). */
+  awaitIndexed(uuids: string[]): Promise<boolean>;
+}
+
 export function createSearch(deps: { sql: Sql; provider: EmbeddingProvider; plugins: readonly Plugin[]; log: SearchLog }) {
   const { sql, provider, plugins, log } = deps;
-  const transact = indexTransactor(sql);
-  const indexer = createSearchIndexer({ provider, transact });
-  /** Indexes every written vCon inside its write transaction, after its search units. */
-  const writer: DerivedWriter = (db, items) =>
-    indexer.indexStored(
-      indexRepos(db),
-      items.map((i) => ({ uuid: i.uuid, created_at: i.derived.created_at, units: i.derived.units })),
-    );
-  const service = createSearchService({ repo: createSearchRepo(sql), queue: createEmbeddingQueueRepo(sql), provider, plugins });
-  // An inline provider embeds in the write transaction; a remote one drains its queue in the background.
-  const worker = provider.inline ? undefined : createEmbeddingWorker({ queue: createEmbeddingQueueRepo(sql), indexer, transact, log });
+  const queue = createIndexQueueRepo(sql);
+  const indexer = createSearchIndexer({ provider, transact: indexTransactor(sql), queue, log });
+  const worker = createIndexWorker({ indexer, log, batch: provider.inline ? 100 : 32 });
+  const raw = createSearchService({ repo: createSearchRepo(sql), queue, provider, plugins });
+  const consistent =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      await indexer.catchUp(SEARCH_CATCH_UP_MS);
+      return fn(...args);
+    };
+  const service: SearchService = { ...raw, content: consistent(raw.content), semantic: consistent(raw.semantic), hybrid: consistent(raw.hybrid) };
+  const writes: IndexNotifier = {
+    written: () => worker.wake(),
+    awaitIndexed: (uuids) => indexer.awaitIndexed(uuids, WAIT_FOR_SEARCH_MS),
+  };
   return {
     indexer,
-    writer,
+    writes,
     service,
+    queue,
     start() {
-      worker?.start();
+      worker.start();
     },
     /** Stops the background work and waits for a running round (before the pool closes). */
     async stop() {
-      await worker?.stop();
+      await worker.stop();
     },
   };
 }
@@ -69,6 +89,6 @@ export async function reembedGroup(
   opts: { batch?: number; onProgress?: (done: number) => void } = {},
 ): Promise<ReembedReport> {
   const t0 = Date.now();
-  const embedded = await createSearchIndexer({ provider, transact: indexTransactor(sql) }).reembedMissing(opts);
+  const embedded = await createSearchIndexer({ provider, transact: indexTransactor(sql), queue: createIndexQueueRepo(sql) }).reembedMissing(opts);
   return { provider: provider.id, model: provider.model, embedded, ms: Date.now() - t0, spaces: await createSearchRepo(sql).spaces() };
 }

@@ -53,17 +53,20 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
 /** The status table: what the registry says next to what each instance reports about itself. */
 export function formatStatusTable(rows: GroupStatus[]): string {
   return formatTable(
-    ['GROUP', 'STATUS', 'PID', 'URL', 'SCHEMA', 'ROLE', 'LABEL', 'DATABASE', 'POOL', 'CONNS', 'REPORTED (schema / label / db)', 'MODE'],
+    ['GROUP', 'STATUS', 'PID', 'URL', 'SCHEMA', 'ROLE', 'LABEL', 'DATABASE', 'POOL', 'CONNS', 'INDEX LAG', 'REPORTED (schema / label / db)', 'MODE'],
     rows.map((r) => {
       const h = (r.health ?? {}) as {
         schema?: string;
         instance?: string | null;
         database?: string;
         pool?: { size?: number; connections?: number | null };
+        index?: { pending?: number; lag_s?: number } | null;
       };
       const reported = r.status === 'unreachable' ? 'no answer' : `${h.schema ?? '?'} / ${h.instance ?? '-'} / ${h.database ?? '?'}`;
       const pool = `${h.pool?.size ?? r.db_pool ?? '?'}${r.db_pooled ? ' (pgbouncer)' : ''}`;
       const conns = h.pool?.connections ?? '-';
+      // Written vCons not yet searchable, and how long the oldest has waited.
+      const lag = h.index ? `${h.index.lag_s ?? 0}s (${h.index.pending ?? 0} queued)` : '-';
       return [
         instanceKey(r),
         r.status,
@@ -75,6 +78,7 @@ export function formatStatusTable(rows: GroupStatus[]): string {
         r.database,
         pool,
         conns,
+        lag,
         reported,
         r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached',
       ];

@@ -15,6 +15,8 @@ export interface BenchReport {
   notes: string[];
   /** Per-N results of the density section (scripts/bench/density.ts). */
   density?: unknown[];
+  /** Write stages (scripts/bench/stages.ts). */
+  stages?: unknown[];
   /** Sections rendered by their own module, appended to the markdown as is. */
   extra_markdown?: string;
 }

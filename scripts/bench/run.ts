@@ -20,11 +20,12 @@ import { measureSearch } from './search.js';
 import { formatDevSet, measureDevSet } from './devset.js';
 import { measureLauncher } from './launcher.js';
 import { densityFigures, densityMarkdown, runDensity, type DensityResult } from './density.js';
+import { measureStages, stagesMarkdown, type StageBreakdown } from './stages.js';
 import { readRssMb, startFloorServer, startServer, type Child } from './processes.js';
 import { formatTable, writeReport, type BenchReport } from './report.js';
 import { makeFigure, median, type Figure } from './stats.js';
 
-const SECTIONS = ['ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'density', 'diagnostics'] as const;
+const SECTIONS = ['stages', 'ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'density', 'diagnostics'] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Options {
@@ -206,8 +207,17 @@ async function main(): Promise<void> {
 
   const corpus: Record<string, unknown> = { size: opts.size, seed: opts.seed };
   let lz4 = false;
-  // The density section brings its own PostgreSQL and groups: alone, it needs no corpus.
-  const needsCorpus = [...opts.sections].some((s) => s !== 'density');
+  // Write stages: in-process on a schema of their own, before anything else loads the machine.
+  let stages: StageBreakdown[] = [];
+  if (opts.sections.has('stages'))
+    await section('stages', async () => {
+      log('write stages (in-process)');
+      stages = await measureStages({ databaseUrl, seed: opts.seed, creates: opts.quick ? 50 : 300, batches: opts.quick ? 5 : 20 });
+      for (const b of stages) log(`  ${b.what}: ${b.total.wall_ms.toFixed(2)} ms wall, ${b.total.cpu_ms.toFixed(2)} ms CPU`);
+    });
+
+  // The density and stages sections bring their own PostgreSQL or schema: alone, they need no corpus.
+  const needsCorpus = [...opts.sections].some((s) => s !== 'density' && s !== 'stages');
   try {
     if (!needsCorpus) throw new SkipCorpus();
     // Corpus shape, from a sample.
@@ -531,7 +541,11 @@ async function main(): Promise<void> {
     seconds: (performance.now() - t0) / 1000,
     figures,
     notes,
-    ...(density.length ? { density, extra_markdown: densityMarkdown(density) } : {}),
+    ...(density.length ? { density } : {}),
+    ...(stages.length ? { stages } : {}),
+    ...(density.length || stages.length
+      ? { extra_markdown: [stages.length ? stagesMarkdown(stages) : '', density.length ? densityMarkdown(density) : ''].filter(Boolean).join('\n\n') }
+      : {}),
   };
   if (opts.size < 100_000) notes.push(`corpus of ${opts.size} vCons, not 100k: the search goals are for 100k`);
   const files = writeReport(report, opts.out);

@@ -3,8 +3,10 @@
 // and how the vCon vector is made is the indexer's decision (src/services/search-indexer.ts).
 import type { Db } from './client.js';
 import type { SearchUnit } from '../domain/derive.js';
+import type { JsonObject, VconKind } from '../domain/vcon.js';
 import { signCode, vectorToBytes } from '../embeddings/code.js';
 import type { VectorSpace } from './search-repo.js';
+import { stage, stageSync } from '../stages.js';
 
 /**
  * The per-vCon ranking tsvector, one weight per source (subject A, party B, analysis C, dialog and
@@ -32,17 +34,46 @@ const CHUNK = 5000;
 
 export function createSearchIndexRepo(db: Db) {
   return {
+    /** The stored documents of some vCons, to index them; deleted vCons are absent. */
+    async docs(uuids: string[]): Promise<{ uuid: string; kind: VconKind; doc: JsonObject; created_at: Date }[]> {
+      if (uuids.length === 0) return [];
+      return stage(
+        'sql: read documents',
+        () => db<{ uuid: string; kind: VconKind; doc: JsonObject; created_at: Date }[]>`
+        select uuid::text, kind, doc, created_at from vcons where uuid = any(${uuids}::uuid[]) order by uuid`,
+      );
+    },
+
+    /** Replaces the search units of some vCons (their unit tsvectors are generated columns). */
+    async writeUnits(items: { uuid: string; units: SearchUnit[] }[]): Promise<void> {
+      if (items.length === 0) return;
+      const uuids = items.map((i) => i.uuid);
+      const rows = items.flatMap((i) => i.units.map((u) => ({ vcon_uuid: i.uuid, source: u.source, idx: u.idx, body: u.body })));
+      // Two statements: a CTE's delete may run after the insert of the same statement.
+      await stage('sql: delete search_units', () => db`delete from search_units where vcon_uuid = any(${uuids}::uuid[])`);
+      if (rows.length === 0) return;
+      await stage(
+        'sql: insert search_units',
+        () => db`
+        insert into search_units (vcon_uuid, source, idx, body)
+        select * from json_to_recordset(${rows as never}::json) as x(vcon_uuid uuid, source text, idx int, body text)`,
+      );
+    },
+
     /** Rewrites the per-vCon ranking tsvector of some vCons from their (already written) units. */
     async writeSearchDocs(uuids: string[]): Promise<void> {
       if (uuids.length === 0) return;
-      await db`delete from vcon_search where vcon_uuid = any(${uuids}::uuid[])`;
-      await db`
+      await stage('sql: delete vcon_search', () => db`delete from vcon_search where vcon_uuid = any(${uuids}::uuid[])`);
+      await stage(
+        'sql: insert vcon_search',
+        () => db`
         insert into vcon_search (vcon_uuid, created_at, tsv)
         select su.vcon_uuid, v.created_at,
           ${weighted(db, 'subject', 'A')} || ${weighted(db, 'party', 'B')} || ${weighted(db, 'analysis', 'C')} || ${weighted(db, 'dialog', 'D')}
         from search_units su join vcons v on v.uuid = su.vcon_uuid
         where su.vcon_uuid = any(${uuids}::uuid[])
-        group by su.vcon_uuid, v.created_at`;
+        group by su.vcon_uuid, v.created_at`,
+      );
     },
 
     /** The searchable units and stored created_at of some vCons; deleted vCons are absent. */
@@ -68,31 +99,47 @@ export function createSearchIndexRepo(db: Db) {
     /** The text signature and created_at of the stored vCon vectors of some vCons in one space. */
     async vectorSigs(space: VectorSpace, uuids: string[]): Promise<Map<string, { units_sig: string; created_at: Date }>> {
       if (uuids.length === 0) return new Map();
-      const rows = await db<{ uuid: string; units_sig: string; created_at: Date }[]>`
+      const rows = await stage(
+        'sql: vector sigs',
+        () => db<{ uuid: string; units_sig: string; created_at: Date }[]>`
         select vcon_uuid::text as uuid, units_sig, created_at from vcon_vectors
-        where vcon_uuid = any(${uuids}::uuid[]) and provider = ${space.id} and model = ${space.model}`;
+        where vcon_uuid = any(${uuids}::uuid[]) and provider = ${space.id} and model = ${space.model}`,
+      );
       return new Map(rows.map((r) => [r.uuid, { units_sig: r.units_sig, created_at: r.created_at }]));
     },
 
     /** Drops every stored vector of some vCons, in every space. */
     async dropVectors(uuids: string[]): Promise<void> {
       if (uuids.length === 0) return;
-      await db`delete from search_vectors where vcon_uuid = any(${uuids}::uuid[])`;
-      await db`delete from vcon_vectors where vcon_uuid = any(${uuids}::uuid[])`;
-      await db`delete from vcon_codes where vcon_uuid = any(${uuids}::uuid[])`;
+      await stage('sql: delete search_vectors', () => db`delete from search_vectors where vcon_uuid = any(${uuids}::uuid[])`);
+      await stage('sql: delete vcon_vectors', () => db`delete from vcon_vectors where vcon_uuid = any(${uuids}::uuid[])`);
+      await stage('sql: delete vcon_codes', () => db`delete from vcon_codes where vcon_uuid = any(${uuids}::uuid[])`);
     },
 
     /** Stores the vectors of some vCons (whose old vectors were dropped) with the vCon vector's sign code. */
     async insertVectors(space: VectorSpace, items: VconVectors[]): Promise<void> {
       const base = { provider: space.id, model: space.model };
-      const unitRows = items.flatMap((i) =>
-        i.units.map((u) => ({ vcon_uuid: i.uuid, source: u.source, idx: u.idx, ...base, vec: vectorToBytes(u.vec) })),
-      );
-      const docRows = items.map((i) => ({ vcon_uuid: i.uuid, ...base, created_at: i.created_at, units_sig: i.units_sig, vec: vectorToBytes(i.vec) }));
-      const codeRows = items.map((i) => ({ vcon_uuid: i.uuid, ...base, created_at: i.created_at, code: signCode(i.vec) }));
-      for (let i = 0; i < unitRows.length; i += CHUNK) await db`insert into search_vectors ${db(unitRows.slice(i, i + CHUNK))}`;
-      for (let i = 0; i < docRows.length; i += CHUNK) await db`insert into vcon_vectors ${db(docRows.slice(i, i + CHUNK))}`;
-      for (let i = 0; i < codeRows.length; i += CHUNK) await db`insert into vcon_codes ${db(codeRows.slice(i, i + CHUNK))}`;
+      const prepared = stageSync('vectors to bytes', () => {
+        const unitRows = items.flatMap((i) =>
+          i.units.map((u) => ({ vcon_uuid: i.uuid, source: u.source, idx: u.idx, ...base, vec: vectorToBytes(u.vec) })),
+        );
+        const docRows = items.map((i) => ({
+          vcon_uuid: i.uuid,
+          ...base,
+          created_at: i.created_at,
+          units_sig: i.units_sig,
+          vec: vectorToBytes(i.vec),
+        }));
+        const codeRows = items.map((i) => ({ vcon_uuid: i.uuid, ...base, created_at: i.created_at, code: signCode(i.vec) }));
+        return { unitRows, docRows, codeRows };
+      });
+      const { unitRows, docRows, codeRows } = prepared;
+      for (let i = 0; i < unitRows.length; i += CHUNK)
+        await stage('sql: insert search_vectors', () => db`insert into search_vectors ${db(unitRows.slice(i, i + CHUNK))}`);
+      for (let i = 0; i < docRows.length; i += CHUNK)
+        await stage('sql: insert vcon_vectors', () => db`insert into vcon_vectors ${db(docRows.slice(i, i + CHUNK))}`);
+      for (let i = 0; i < codeRows.length; i += CHUNK)
+        await stage('sql: insert vcon_codes', () => db`insert into vcon_codes ${db(codeRows.slice(i, i + CHUNK))}`);
     },
 
     /** vCons with embeddable units but no vector in the given space (after a provider change), a page at a time. */

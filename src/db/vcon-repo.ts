@@ -3,6 +3,7 @@ import type { Db, Sql, TransactionSql } from './client.js';
 import type { Derived, TagRow } from '../domain/derive.js';
 import type { JsonObject, VconKind } from '../domain/vcon.js';
 import type { ListQuery } from '../domain/params.js';
+import { stage, stageMark } from '../stages.js';
 
 /** A validated document with its derived rows, ready to store. */
 export interface StoredVcon {
@@ -32,9 +33,6 @@ export interface ListRow {
   attachments_count: number;
 }
 
-/** Called inside the write transaction after the derived rows are written (search embeddings). */
-export type DerivedWriter = (db: Db, items: StoredVcon[]) => Promise<void>;
-
 const tagsSig = (tags: TagRow[]) =>
   tags.length === 0
     ? null
@@ -45,25 +43,31 @@ const tagsSig = (tags: TagRow[]) =>
 /** Escapes LIKE metacharacters so a filter is a plain substring match. */
 export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
+export function createVconRepo(db: Db) {
   /**
    * Rewrites every derived row of the given vCons (same transaction as the document write): old
    * rows of replaced vCons go, then every table's new rows go in one statement, each table's rows
-   * as one JSON parameter (far cheaper to bind than thousands of scalar parameters).
+   * as one JSON parameter (far cheaper to bind than thousands of scalar parameters). The same
+   * statement queues the vCons for search indexing (ARCHITECTURE.md "Search"): durable with the
+   * write, indexed after it.
    */
   async function writeDerived(items: StoredVcon[], replaced: string[]): Promise<void> {
     if (replaced.length > 0) {
-      await db`
+      await stage(
+        'sql: delete derived rows',
+        () => db`
         with p as (delete from vcon_parties where vcon_uuid = any(${replaced}::uuid[])),
              d as (delete from vcon_dialogs where vcon_uuid = any(${replaced}::uuid[])),
              a as (delete from vcon_analyses where vcon_uuid = any(${replaced}::uuid[])),
-             t as (delete from vcon_attachments where vcon_uuid = any(${replaced}::uuid[])),
-             g as (delete from vcon_tags where vcon_uuid = any(${replaced}::uuid[]))
-        delete from search_units where vcon_uuid = any(${replaced}::uuid[])`;
+             t as (delete from vcon_attachments where vcon_uuid = any(${replaced}::uuid[]))
+        delete from vcon_tags where vcon_uuid = any(${replaced}::uuid[])`,
+      );
     }
     const rows = <T extends object>(pick: (d: Derived) => T[]) =>
       items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))) as never;
-    await db`
+    await stage(
+      'sql: insert derived rows',
+      () => db`
       with p as (
         insert into vcon_parties (vcon_uuid, idx, name, tel, mailto, party_uuid)
         select * from json_to_recordset(${rows((d) => d.parties)}::json)
@@ -83,9 +87,11 @@ export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
       g as (
         insert into vcon_tags (vcon_uuid, key, value)
         select * from json_to_recordset(${rows((d) => d.tags)}::json) as x(vcon_uuid uuid, key text, value text))
-      insert into search_units (vcon_uuid, source, idx, body)
-      select * from json_to_recordset(${rows((d) => d.units)}::json) as x(vcon_uuid uuid, source text, idx int, body text)`;
-    for (const w of extraWriters) await w(db, items);
+      insert into index_queue (vcon_uuid)
+      select u from unnest(${items.map((i) => i.uuid)}::uuid[]) as u
+      on conflict (vcon_uuid) do update
+        set seq = nextval('index_queue_seq'), enqueued_at = clock_timestamp(), attempts = 0, last_error = null, retry_at = null`,
+    );
   }
 
   return {
@@ -96,7 +102,9 @@ export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
     async upsert(items: StoredVcon[]): Promise<Map<string, boolean>> {
       if (items.length === 0) return new Map();
       const col = <T>(f: (i: StoredVcon) => T) => items.map(f);
-      const result = await db<{ uuid: string; created: boolean }[]>`
+      const result = await stage(
+        'sql: upsert vcons',
+        () => db<{ uuid: string; created: boolean }[]>`
         insert into vcons as v (uuid, doc, kind, subject, created_at, updated_at,
           parties_count, dialog_count, analysis_count, attachments_count, tags_sig, tags_updated_at)
         select u.uuid, u.doc, u.kind, u.subject, u.created_at, u.updated_at, u.pc, u.dc, u.ac, u.tc, u.sig,
@@ -119,7 +127,8 @@ export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
             when excluded.tags_sig is null then null
             when excluded.tags_sig is distinct from v.tags_sig then now()
             else v.tags_updated_at end
-        returning uuid::text, (xmax = 0) as created`;
+        returning uuid::text, (xmax = 0) as created`,
+      );
       await writeDerived(
         items,
         result.filter((r) => !r.created).map((r) => r.uuid),
@@ -139,10 +148,17 @@ export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
       return row?.doc;
     },
 
-    /** Reads and locks one row until the transaction ends: concurrent appends serialise here. */
+    /**
+     * Reads and locks one row until the transaction ends: concurrent appends serialise here. NO KEY
+     * UPDATE, not UPDATE: an indexer holding the vCon for key share (its index rows' foreign keys)
+     * doesn't block the write, so the write waiting on its queue row can't deadlock with it.
+     */
     async lock(uuid: string): Promise<VconRecord | undefined> {
-      const [row] = await db<VconRecord[]>`
-        select uuid::text, kind, doc, created_at, tags_updated_at from vcons where uuid = ${uuid}::uuid for update`;
+      const [row] = await stage(
+        'sql: lock',
+        () => db<VconRecord[]>`
+        select uuid::text, kind, doc, created_at, tags_updated_at from vcons where uuid = ${uuid}::uuid for no key update`,
+      );
       return row;
     },
 
@@ -152,7 +168,7 @@ export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
     },
 
     async existing(uuids: string[]): Promise<Set<string>> {
-      const rows = await db<{ uuid: string }[]>`select uuid::text from vcons where uuid = any(${uuids}::uuid[])`;
+      const rows = await stage('sql: existing', () => db<{ uuid: string }[]>`select uuid::text from vcons where uuid = any(${uuids}::uuid[])`);
       return new Set(rows.map((r) => r.uuid));
     },
 
@@ -196,7 +212,17 @@ export function createVconRepo(db: Db, extraWriters: DerivedWriter[] = []) {
 export type VconRepo = ReturnType<typeof createVconRepo>;
 
 /** Runs fn in one transaction with a repo bound to it. */
-export function createTransactor(sql: Sql, extraWriters: DerivedWriter[] = []) {
-  return <T>(fn: (repo: VconRepo, tx: TransactionSql) => Promise<T>): Promise<T> =>
-    sql.begin((tx) => fn(createVconRepo(tx, extraWriters), tx)) as Promise<T>;
+export function createTransactor(sql: Sql) {
+  return async <T>(fn: (repo: VconRepo, tx: TransactionSql) => Promise<T>): Promise<T> => {
+    const begin = stageMark();
+    let commit = begin;
+    const out = (await sql.begin(async (tx) => {
+      begin.end('sql: begin (pool turn)');
+      const r = await fn(createVconRepo(tx), tx);
+      commit = stageMark();
+      return r;
+    })) as T;
+    commit.end('sql: commit');
+    return out;
+  };
 }

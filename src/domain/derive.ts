@@ -57,7 +57,6 @@ export interface Derived {
   analyses: AnalysisRow[];
   attachments: AttachmentRow[];
   tags: TagRow[];
-  units: SearchUnit[];
 }
 
 /** Longest text we index per unit; tsvector has a 1 MB limit and snippets need only the start. */
@@ -185,7 +184,7 @@ const isBase64 = (encoding: unknown) => encoding === 'base64url' || encoding ===
 
 /**
  * Decodes what derivation can't do synchronously: the email bodies (message/rfc822, plain or
- * base64url) of dialogs, analyses and attachments. Call before deriveRows and pass the result.
+ * base64url) of dialogs, analyses and attachments. Call before extractUnits and pass the result.
  */
 export async function decodeBodies(doc: JsonObject): Promise<DecodedBodies> {
   const out = new Map<string, string>();
@@ -263,8 +262,11 @@ export function extractUnits(doc: JsonObject, decoded: DecodedBodies = new Map()
   return units;
 }
 
-/** Everything the derived tables hold for one document. Opaque (signed/encrypted) forms derive nothing. */
-export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: Date, decoded?: DecodedBodies): Derived {
+/**
+ * The derived rows a write stores with its document. Opaque (signed/encrypted) forms derive
+ * nothing. Search units are not among them: the indexer extracts them later (extractUnits).
+ */
+export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: Date): Derived {
   if (kind !== 'plain') {
     return {
       subject: null,
@@ -276,7 +278,6 @@ export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: D
       analyses: [],
       attachments: [],
       tags: [],
-      units: [],
     };
   }
   const parties = arr(doc.parties);
@@ -316,6 +317,5 @@ export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: D
       body_bytes: bodyBytes(a.body),
     })),
     tags: indexedTags(doc),
-    units: extractUnits(doc, decoded),
   };
 }

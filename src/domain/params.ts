@@ -290,6 +290,27 @@ export const ExampleArgs = z.object({
 
 // ---- Bodies ---------------------------------------------------------------------------------
 
+export const WAIT_FOR = ['search'] as const;
+
+/**
+ * `wait_for` of the writes (POST /vcons, POST /vcons/batch, PATCH /vcons/:uuid; create_vcon and
+ * update_vcon): a write answers once it is stored; with `search` it also waits until the written
+ * vCons are indexed for search (bounded). Searches already see every write acknowledged before them.
+ */
+export const WaitFor = z.preprocess(
+  (v) => (absent(v) ? undefined : v),
+  z
+    .enum(WAIT_FOR, { error: (i) => `must be one of ${WAIT_FOR.join(', ')}, got ${got(i.input)}` })
+    .optional()
+    .describe(
+      'search: answer only once the written vCons are indexed for search (at most 30 s). Without it the write answers as soon as it is stored; ' +
+        'searches still find it, since a search first indexes every write acknowledged before it',
+    ),
+);
+
+/** The query of the REST writes. */
+export const WriteQuery = z.object({ wait_for: WaitFor });
+
 /** `PATCH /vcons/:uuid` and update_vcon's `updates`. */
 export const VconPatch = z
   .strictObject(

@@ -78,6 +78,14 @@ export const HealthOk = z.object({
       connections: Count.nullable().describe('Server connections this instance holds now; null when not measured (busy or down)'),
     })
     .describe("The instance's database pool"),
+  index: z
+    .object({
+      pending: Count.describe('Written vCons not yet indexed for search'),
+      lag_s: z.number().min(0).describe('Seconds the oldest of them has waited (0 when none)'),
+      failing: Count.describe('Queued vCons whose embedding failed (retried with back-off)'),
+    })
+    .nullable()
+    .describe('The search index queue (searches first index what was written before them); null when not measured'),
 });
 export const HealthDown = HealthOk.extend({
   success: z.literal(false),

@@ -170,6 +170,7 @@ const ROUTES: Route[] = [
     tag: 'vcons',
     summary: 'Create a vCon, or replace the one with the same uuid',
     description: 'The body is the vCon itself. A missing uuid is assigned (v4), a missing created_at set to now.',
+    query: P.WriteQuery,
     body: { schema: 'StoredVcon', examples: vconExamples },
     replies: { 201: { description: 'Created', schema: 'Created' }, 200: { description: 'Replaced: the uuid existed', schema: 'Replaced' } },
     errors: [400],
@@ -180,6 +181,7 @@ const ROUTES: Route[] = [
     id: 'createVconBatch',
     tag: 'vcons',
     summary: `Create or replace 1 to ${R.BATCH_MAX} vCons; items are independent`,
+    query: P.WriteQuery,
     body: {
       schema: z.array(R.StoredVcon).min(1).max(R.BATCH_MAX),
       examples: { two: { summary: 'Two example vCons', value: [EXAMPLES.minimal, EXAMPLES.chat] } },
@@ -220,6 +222,7 @@ const ROUTES: Route[] = [
     id: 'updateVcon',
     tag: 'vcons',
     summary: 'Update subject, extensions, critical',
+    query: P.WriteQuery,
     body: { schema: P.VconPatch },
     replies: { 200: { description: 'The full updated vCon', schema: 'VconResult' } },
     errors: [400, 404],

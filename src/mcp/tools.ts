@@ -22,6 +22,8 @@ import {
   UuidParam,
   VconPatch,
   VectorSearchQuery,
+  WaitFor,
+  WriteQuery,
 } from '../domain/params.js';
 import { Analysis, Attachment, Dialog } from '../domain/vcon.js';
 import { StoredVcon } from '../domain/responses.js';
@@ -138,6 +140,9 @@ const appendTool = (
   },
 });
 
+/** wait_for of the write tools, parsed as REST parses `?wait_for=`. */
+const writeOptions = (args: Args) => ({ waitFor: parseParams(WriteQuery, { wait_for: args.wait_for }).wait_for });
+
 /** Every tool of the MCP surface. */
 export const TOOLS: readonly ToolDef[] = [
   // vCons
@@ -148,12 +153,12 @@ export const TOOLS: readonly ToolDef[] = [
       'Store a vCon (virtual conversation record: parties, dialog, analysis, attachments). Pass the vCon object itself as `vcon`. ' +
       'A missing uuid is assigned and returned; a missing created_at is set to now. If a vCon with the same uuid exists it is replaced ' +
       '(created: false). Use get_examples for valid shapes. Returns {uuid, created}.',
-    input: { vcon: StoredVcon },
+    input: { vcon: StoredVcon, wait_for: WaitFor },
     scope: 'write',
     annotations: OVERWRITE,
     operations: ['vcons.create'],
     run: async (args, ctx, env) => {
-      const r = await env.services.vcons.create(args.vcon, ctx);
+      const r = await env.services.vcons.create(args.vcon, ctx, writeOptions(args));
       return { uuid: r.uuid, created: r.created };
     },
   },
@@ -204,11 +209,11 @@ export const TOOLS: readonly ToolDef[] = [
     description:
       'Change the subject, extensions or critical fields of a vCon (send them in `updates`). Other fields cannot be patched: add content ' +
       'with add_dialog, add_analysis or add_attachment, or replace the whole vCon with create_vcon. Returns the updated {vcon}.',
-    input: { uuid: UuidParam, updates: VconPatch },
+    input: { uuid: UuidParam, updates: VconPatch, wait_for: WaitFor },
     scope: 'write',
     annotations: OVERWRITE,
     operations: ['vcons.update'],
-    run: async (args, ctx, env) => ({ vcon: await env.services.vcons.update(parseUuid(args.uuid), args.updates, ctx) }),
+    run: async (args, ctx, env) => ({ vcon: await env.services.vcons.update(parseUuid(args.uuid), args.updates, ctx, writeOptions(args)) }),
   },
   {
     name: 'delete_vcon',

@@ -16,6 +16,19 @@ export interface PoolReport {
   connections: number | null;
 }
 
+/** The search index queue (issue 17): written vCons not yet searchable, and how long the oldest waits. */
+export interface IndexReport {
+  pending: number;
+  lag_s: number;
+  /** Queued vCons whose embedding failed (retried with back-off). */
+  failing: number;
+}
+
+export interface PingResult {
+  connections: number;
+  index: IndexReport;
+}
+
 export interface HealthReport {
   state: HealthState;
   healthy: boolean;
@@ -24,6 +37,8 @@ export interface HealthReport {
   version: string;
   uptime_s: number;
   pool: PoolReport;
+  /** null when not measured (busy or down). */
+  index: IndexReport | null;
 }
 
 /**
@@ -31,8 +46,8 @@ export interface HealthReport {
  * A group whose pool is full is reported busy without queueing the ping behind its requests.
  */
 export function createHealthService(deps: {
-  /** Resolves with the number of server connections this instance holds. */
-  ping: () => Promise<number>;
+  /** Resolves with the number of server connections this instance holds and the index queue. */
+  ping: () => Promise<PingResult>;
   admission: Admission;
   schema: string;
   label: string | null;
@@ -41,17 +56,17 @@ export function createHealthService(deps: {
 }) {
   const started = Date.now();
   const timeoutMs = deps.timeoutMs ?? 1500;
-  const probe = async (): Promise<{ state: HealthState; connections: number | null }> => {
-    if (deps.admission.stats().waiting > 0) return { state: 'busy', connections: null };
+  const probe = async (): Promise<{ state: HealthState; ping: PingResult | null }> => {
+    if (deps.admission.stats().waiting > 0) return { state: 'busy', ping: null };
     let timer: NodeJS.Timeout | undefined;
     const result = await Promise.race([
       deps.ping().then(
-        (connections) => ({ state: 'healthy' as const, connections }),
-        (err) => ({ state: isDatabaseCapacity(err) ? ('busy' as const) : ('unhealthy' as const), connections: null }),
+        (ping) => ({ state: 'healthy' as const, ping }),
+        (err) => ({ state: isDatabaseCapacity(err) ? ('busy' as const) : ('unhealthy' as const), ping: null }),
       ),
-      new Promise<{ state: HealthState; connections: null }>((resolve) => {
+      new Promise<{ state: HealthState; ping: null }>((resolve) => {
         // A ping stuck behind a full pool is busy, not down.
-        timer = setTimeout(() => resolve({ state: deps.admission.saturated() ? 'busy' : 'unhealthy', connections: null }), timeoutMs);
+        timer = setTimeout(() => resolve({ state: deps.admission.saturated() ? 'busy' : 'unhealthy', ping: null }), timeoutMs);
       }),
     ]);
     clearTimeout(timer);
@@ -59,7 +74,7 @@ export function createHealthService(deps: {
   };
   return {
     async check(): Promise<HealthReport> {
-      const { state, connections } = await probe();
+      const { state, ping } = await probe();
       const { size, in_use, waiting } = deps.admission.stats();
       return {
         state,
@@ -68,7 +83,8 @@ export function createHealthService(deps: {
         instance: deps.label,
         version: deps.buildInfo.version,
         uptime_s: Math.round((Date.now() - started) / 1000),
-        pool: { size, in_use, waiting, connections },
+        pool: { size, in_use, waiting, connections: ping?.connections ?? null },
+        index: ping?.index ?? null,
       };
     },
   };
@@ -88,5 +104,6 @@ export function healthBody(h: HealthReport) {
     version: h.version,
     uptime_s: h.uptime_s,
     pool: h.pool,
+    index: h.index,
   };
 }

@@ -1,30 +1,40 @@
-// Indexing: what of a vCon becomes searchable and how (ARCHITECTURE.md "Search"). The ranking
-// tsvector is rewritten from the search units; vectors are made here (which units are embedded,
-// how the vCon vector is pooled) and stored through the index repo. One entry point per way in:
-// inside a write transaction (indexStored), by uuid in a transaction of its own (indexVcons, for
-// a background indexer), for the embedding queue (embedVcons) and after a provider change
-// (reembedMissing).
+// Indexing: what of a vCon becomes searchable and how (ARCHITECTURE.md "Search"). Writes only
+// queue their vCons (src/db/index-queue-repo.ts); indexing rounds claim queued vCons, derive their
+// search units from the stored documents and write the units, the ranking tsvector and the vectors,
+// a batch per transaction with one embed call. Rounds run in the background worker of every
+// instance, in searches (which first index what was acknowledged before them) and in writes that
+// ask to wait (wait_for=search). reembedMissing re-embeds after a provider change.
 import { createHash } from 'node:crypto';
-import type { SearchUnit } from '../domain/derive.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { decodeBodies, extractUnits, type SearchUnit } from '../domain/derive.js';
 import type { SearchIndexRepo, VconVectors } from '../db/search-index-repo.js';
-import type { EmbeddingQueueRepo } from '../db/embedding-queue-repo.js';
+import type { ClaimFilter, IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
+import { stage } from '../stages.js';
 
 /** The repos of one transaction. */
 export interface IndexRepos {
   index: SearchIndexRepo;
-  queue: EmbeddingQueueRepo;
+  queue: IndexQueueRepo;
 }
 
 /** Runs `fn` in a transaction of its own, with repos bound to it. */
 export type IndexTransact = <T>(fn: (repos: IndexRepos) => Promise<T>) => Promise<T>;
 
-/** A vCon's searchable texts as the write path derived them. */
+/** A vCon's searchable texts. */
 export interface IndexItem {
   uuid: string;
   created_at: Date;
   units: SearchUnit[];
 }
+
+/** The provider's embed call failed: the keyword index is written, the vectors wait for a retry. */
+class EmbedFailure extends Error {
+  override name = 'EmbedFailure';
+}
+
+/** vCons per indexing round: one transaction and one embed call (~20 texts a vCon). */
+export const INDEX_BATCH = 100;
 
 /** Signature of a vCon's searchable texts: unchanged texts are not re-embedded (tag writes). */
 export const unitsSig = (units: SearchUnit[]) =>
@@ -45,8 +55,20 @@ export const embeddableUnits = (units: SearchUnit[]) => units.filter((u) => u.so
  */
 export const wholeText = (units: SearchUnit[]) => units.map((u) => u.body).join('\n');
 
-export function createSearchIndexer(deps: { provider: EmbeddingProvider; transact: IndexTransact }) {
-  const { provider, transact } = deps;
+interface IndexLog {
+  warn(obj: object, msg: string): void;
+}
+
+export function createSearchIndexer(deps: {
+  provider: EmbeddingProvider;
+  transact: IndexTransact;
+  /** The queue outside any transaction (marks and pending checks). */
+  queue: IndexQueueRepo;
+  log?: IndexLog;
+  batch?: number;
+}) {
+  const { provider, transact, queue } = deps;
+  const batch = deps.batch ?? (provider.inline ? INDEX_BATCH : 32);
 
   /**
    * Embeds and stores the vectors of the given vCons (replacing whatever they had, in any
@@ -71,7 +93,12 @@ export function createSearchIndexer(deps: { provider: EmbeddingProvider; transac
     const units = todo.map((i) => embeddableUnits(i.units));
     // Per vCon with units: each unit's text (unit matches, snippets), then the whole text.
     const texts = units.flatMap((u) => (u.length === 0 ? [] : [...u.map((x) => x.body), wholeText(u)]));
-    const vectors = texts.length > 0 ? await provider.embed(texts) : [];
+    let vectors: Float32Array[] = [];
+    try {
+      if (texts.length > 0) vectors = await stage('embed', () => provider.embed(texts));
+    } catch (err) {
+      throw new EmbedFailure((err as Error).message);
+    }
     const out: VconVectors[] = [];
     let k = 0;
     todo.forEach((item, n) => {
@@ -84,33 +111,79 @@ export function createSearchIndexer(deps: { provider: EmbeddingProvider; transac
   }
 
   /**
-   * Indexes vCons whose search units were just written, inside that write's transaction. A local
-   * provider embeds right here (read-your-writes); a remote one only queues the vCons whose texts
-   * changed, dropping their stale vectors, and the background worker embeds them.
+   * One indexing round in a transaction of its own: claims up to `n` queued vCons (SKIP LOCKED),
+   * derives their units from the stored documents, writes units, ranking tsvector and vectors, and
+   * takes them off the queue. When the embed call fails the keyword index is still written and the
+   * rows stay queued for a retry. Returns how many vCons were claimed.
    */
-  async function indexStored(r: IndexRepos, items: IndexItem[]): Promise<void> {
-    await r.index.writeSearchDocs(items.map((i) => i.uuid));
-    if (provider.inline) {
-      await embedVcons(r, items);
-      return;
+  async function indexRound(n: number, filter: ClaimFilter = {}): Promise<number> {
+    return transact(async (r) => {
+      const uuids = await r.queue.claim(n, filter);
+      if (uuids.length === 0) return 0;
+      const docs = await r.index.docs(uuids);
+      const items: IndexItem[] = await stage('derive: units', () =>
+        Promise.all(
+          docs.map(async (d) => ({
+            uuid: d.uuid,
+            created_at: d.created_at,
+            units: d.kind === 'plain' ? extractUnits(d.doc, await decodeBodies(d.doc)) : [],
+          })),
+        ),
+      );
+      await r.index.writeUnits(items);
+      await r.index.writeSearchDocs(uuids);
+      try {
+        await embedVcons(r, items);
+        await r.queue.remove(uuids);
+      } catch (err) {
+        if (!(err instanceof EmbedFailure)) throw err;
+        await r.queue.fail(uuids, err.message);
+        deps.log?.warn({ err: err.message, vcons: uuids.length }, 'embedding failed; the vCons stay queued for a retry');
+      }
+      return uuids.length;
+    });
+  }
+
+  /**
+   * Indexes until nothing the filter selects is queued (failed embeddings aside), helping with
+   * SKIP LOCKED and waiting for rows other indexers hold, at most `deadlineMs`. True when done.
+   */
+  async function drain(filter: ClaimFilter, deadlineMs: number): Promise<boolean> {
+    const end = Date.now() + deadlineMs;
+    for (;;) {
+      if ((await indexRound(batch, filter)) > 0) {
+        if (Date.now() >= end) return !(await queue.pending(filter));
+        continue;
+      }
+      if (!(await queue.pending(filter))) return true;
+      if (Date.now() >= end) return false;
+      // Another indexer holds the rest: its round ends within one batch.
+      await sleep(5);
     }
-    const stored = await r.index.vectorSigs(
-      provider,
-      items.map((i) => i.uuid),
-    );
-    const changed = items.filter((i) => stored.get(i.uuid)?.units_sig !== unitsSig(i.units)).map((i) => i.uuid);
-    if (changed.length === 0) return;
-    await r.index.dropVectors(changed);
-    await r.queue.enqueue(changed);
   }
 
   return {
     embedVcons,
-    indexStored,
+    indexRound,
 
-    /** Indexes stored vCons by uuid from their search units, in a transaction of its own (deleted ones are skipped). */
-    indexVcons(uuids: string[]): Promise<void> {
-      return transact(async (r) => indexStored(r, await r.index.stored(uuids)));
+    /**
+     * Makes the index consistent with every write acknowledged before the call: one cheap query
+     * when the queue is empty, else indexes (or waits for) the queued rows up to now, bounded.
+     */
+    async catchUp(deadlineMs: number): Promise<boolean> {
+      const upto = await stage('sql: queue mark', () => queue.mark());
+      return upto === null ? true : drain({ upto }, deadlineMs);
+    },
+
+    /** Waits until the given vCons are indexed (wait_for=search), helping, at most `deadlineMs`. */
+    awaitIndexed(uuids: string[], deadlineMs: number): Promise<boolean> {
+      return drain({ uuids }, deadlineMs);
+    },
+
+    /** Queues stored vCons by uuid and indexes them now (deleted ones are skipped). */
+    async indexVcons(uuids: string[]): Promise<void> {
+      await queue.enqueue(uuids);
+      await drain({ uuids }, 60_000);
     },
 
     /**

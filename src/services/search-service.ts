@@ -5,7 +5,7 @@ import { checkPagingCap, parseParams, SearchQuery as KeywordParams, VECTOR_PAGIN
 import { runHook, type Plugin, type SearchCriteria } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
 import type { MatchRow, SearchFilters, SearchRepo } from '../db/search-repo.js';
-import type { EmbeddingQueueRepo } from '../db/embedding-queue-repo.js';
+import type { IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
 import { dot } from '../embeddings/text.js';
 import { createCodeCache } from './search-code-cache.js';
@@ -74,7 +74,7 @@ interface SemanticHit {
 
 export interface SearchServiceDeps {
   repo: SearchRepo;
-  queue: Pick<EmbeddingQueueRepo, 'stats'>;
+  queue: Pick<IndexQueueRepo, 'stats'>;
   provider: EmbeddingProvider;
   plugins: readonly Plugin[];
   /** Candidates for the exact rerank (default MIN_CANDIDATES, more for deep pages). */

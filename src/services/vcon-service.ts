@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, NotFoundError, ValidationError } from '../domain/errors.js';
-import { decodeBodies, deriveRows, isTagsAttachment } from '../domain/derive.js';
+import { deriveRows, isTagsAttachment } from '../domain/derive.js';
 import { parseBody, parseListQuery, VconPatch, type ListQuery } from '../domain/params.js';
 import { BATCH_MAX, DUPLICATE_IN_BATCH, type BatchItem, type BatchResult } from '../domain/responses.js';
 import {
@@ -17,7 +17,9 @@ import {
 } from '../domain/vcon.js';
 import { runHook, type Plugin } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
+import { stageSync } from '../stages.js';
 import type { ListRow, StoredVcon, VconRecord, VconRepo } from '../db/vcon-repo.js';
+import type { IndexNotifier } from '../search.js';
 
 export type Transact = <T>(fn: (repo: VconRepo) => Promise<T>) => Promise<T>;
 
@@ -25,7 +27,14 @@ export interface VconServiceDeps {
   repo: VconRepo;
   transact: Transact;
   plugins: readonly Plugin[];
+  /** Search indexing of written vCons (queued in the write's transaction, indexed after it). */
+  index?: IndexNotifier;
   now?: () => Date;
+}
+
+/** Options of a write: `waitFor: 'search'` answers only once the written vCons are searchable. */
+export interface WriteOptions {
+  waitFor?: 'search';
 }
 
 export type SubResource = 'dialog' | 'analysis' | 'attachments';
@@ -42,9 +51,8 @@ function withServiceFields(doc: JsonObject, uuid: string, createdAt: string | un
   return out;
 }
 
-async function toStored(c: ClassifiedVcon, uuid: string, now: Date): Promise<StoredVcon> {
-  const decoded = c.kind === 'plain' ? await decodeBodies(c.doc) : undefined;
-  return { uuid, kind: c.kind, doc: c.doc, derived: deriveRows(c.doc, c.kind, now, decoded) };
+function toStored(c: ClassifiedVcon, uuid: string, now: Date): StoredVcon {
+  return { uuid, kind: c.kind, doc: c.doc, derived: stageSync('derive: rows', () => deriveRows(c.doc, c.kind, now)) };
 }
 
 /** Metadata view: every top-level field except the three arrays of content. */
@@ -74,9 +82,16 @@ export function createVconService(deps: VconServiceDeps) {
   const now = deps.now ?? (() => new Date());
   const hasReadHooks = plugins.some((p) => p.hooks?.beforeRead || p.hooks?.afterRead);
 
+  /** After a write committed: the indexer starts on it now; wait_for=search waits for it (bounded). */
+  async function written(uuids: string[], opts: WriteOptions | undefined): Promise<void> {
+    if (!deps.index || uuids.length === 0) return;
+    deps.index.written(uuids);
+    if (opts?.waitFor === 'search') await deps.index.awaitIndexed(uuids);
+  }
+
   /** Validation plus beforeCreate (which may transform; the result is validated again). */
   async function prepareCreate(input: unknown, ctx: RequestCtx): Promise<ClassifiedVcon> {
-    const first = classifyVcon(input);
+    const first = stageSync('validate', () => classifyVcon(input));
     const transformed = await runHook(plugins, 'beforeCreate', first.doc, ctx);
     return transformed === first.doc ? first : classifyVcon(transformed);
   }
@@ -97,8 +112,9 @@ export function createVconService(deps: VconServiceDeps) {
   async function modify<T>(
     uuid: string,
     change: (doc: JsonObject, record: VconRecord) => { doc: JsonObject; result: T },
+    opts?: WriteOptions,
   ): Promise<{ doc: JsonObject; result: T }> {
-    return transact(async (tx) => {
+    const out = await transact(async (tx) => {
       const record = await tx.lock(uuid);
       if (!record) throw new NotFoundError('vcon', uuid);
       if (record.kind !== 'plain') {
@@ -107,30 +123,33 @@ export function createVconService(deps: VconServiceDeps) {
       const { doc, result } = change(structuredClone(record.doc), record);
       doc.updated_at = now().toISOString();
       const classified = classifyVcon(doc);
-      await tx.upsert([await toStored(classified, uuid, record.created_at)]);
+      await tx.upsert([toStored(classified, uuid, record.created_at)]);
       return { doc, result };
     });
+    await written([uuid], opts);
+    return out;
   }
 
   return {
     /** Creates a vCon, or replaces it when its uuid exists (created: false). */
-    async create(input: unknown, ctx: RequestCtx): Promise<{ uuid: string; created: boolean; vcon: JsonObject }> {
+    async create(input: unknown, ctx: RequestCtx, opts?: WriteOptions): Promise<{ uuid: string; created: boolean; vcon: JsonObject }> {
       const c = await prepareCreate(input, ctx);
       const uuid = c.uuid ?? randomUUID();
       const stamp = now();
       const { created, doc } = await transact(async (tx) => {
         const existed = await tx.lock(uuid);
         const doc = c.kind === 'plain' ? withServiceFields(c.doc, uuid, stamp.toISOString(), existed ? stamp.toISOString() : undefined) : c.doc;
-        const stored = await toStored({ ...c, doc }, uuid, existed?.created_at ?? stamp);
+        const stored = toStored({ ...c, doc }, uuid, existed?.created_at ?? stamp);
         const flags = await tx.upsert([stored]);
         return { created: flags.get(uuid) ?? !existed, doc };
       });
+      await written([uuid], opts);
       const after = await runHook(plugins, 'afterCreate', doc, ctx);
       return { uuid, created, vcon: after };
     },
 
     /** Stores up to 100 independent vCons: valid items are written together in one transaction. */
-    async batch(input: unknown, ctx: RequestCtx): Promise<BatchResult> {
+    async batch(input: unknown, ctx: RequestCtx, opts?: WriteOptions): Promise<BatchResult> {
       if (!Array.isArray(input)) {
         throw new ValidationError('The batch body must be a JSON array of vCon objects', [{ path: '(root)', message: 'must be an array' }]);
       }
@@ -164,19 +183,21 @@ export function createVconService(deps: VconServiceDeps) {
         const stamp = now();
         const docs = await transact(async (tx) => {
           const existing = await tx.existing(ready.map((r) => r.uuid));
-          const stored = await Promise.all(
-            ready.map((r) => {
-              const doc =
-                r.c.kind === 'plain'
-                  ? withServiceFields(r.c.doc, r.uuid, stamp.toISOString(), existing.has(r.uuid) ? stamp.toISOString() : undefined)
-                  : r.c.doc;
-              return toStored({ ...r.c, doc }, r.uuid, stamp);
-            }),
-          );
+          const stored = ready.map((r) => {
+            const doc =
+              r.c.kind === 'plain'
+                ? withServiceFields(r.c.doc, r.uuid, stamp.toISOString(), existing.has(r.uuid) ? stamp.toISOString() : undefined)
+                : r.c.doc;
+            return toStored({ ...r.c, doc }, r.uuid, stamp);
+          });
           const flags = await tx.upsert(stored);
           for (const r of ready) results[r.index].status = flags.get(r.uuid) === false ? 200 : 201;
           return stored.map((s) => s.doc);
         });
+        await written(
+          ready.map((r) => r.uuid),
+          opts,
+        );
         for (const doc of docs) await runHook(plugins, 'afterCreate', doc, ctx);
       }
       const created = results.filter((r) => r.status === 201).length;
@@ -224,21 +245,25 @@ export function createVconService(deps: VconServiceDeps) {
     },
 
     /** PATCH of subject, extensions, critical (legacy must_support is stored as critical). */
-    async update(uuid: string, body: unknown, ctx: RequestCtx): Promise<JsonObject> {
+    async update(uuid: string, body: unknown, ctx: RequestCtx, opts?: WriteOptions): Promise<JsonObject> {
       const patch = parseBody(VconPatch, body);
       const changes = await runHook(plugins, 'beforeUpdate', patch, { ...ctx, uuid });
-      const { doc } = await modify(uuid, (doc) => {
-        for (const [k, v] of Object.entries(changes)) {
-          if (k === 'must_support') {
-            doc.critical = v;
-            delete doc.must_support;
-          } else {
-            doc[k] = v;
+      const { doc } = await modify(
+        uuid,
+        (doc) => {
+          for (const [k, v] of Object.entries(changes)) {
+            if (k === 'must_support') {
+              doc.critical = v;
+              delete doc.must_support;
+            } else {
+              doc[k] = v;
+            }
           }
-        }
-        validate(Vcon, doc, 'update');
-        return { doc, result: undefined };
-      });
+          validate(Vcon, doc, 'update');
+          return { doc, result: undefined };
+        },
+        opts,
+      );
       await runHook(plugins, 'afterUpdate', doc, ctx);
       return runHook(plugins, 'afterRead', doc, ctx);
     },

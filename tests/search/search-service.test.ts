@@ -11,7 +11,7 @@ import { embedHashed } from '../../src/embeddings/hashing.js';
 import { internalCtx } from '../../src/services/context.js';
 import { loadRetrievalSet } from '../../scripts/embeddings/quality.js';
 import { createSearchRepo } from '../../src/db/search-repo.js';
-import { createEmbeddingQueueRepo } from '../../src/db/embedding-queue-repo.js';
+import { createIndexQueueRepo } from '../../src/db/index-queue-repo.js';
 import { bytesToVector, signCodeBytes } from '../../src/embeddings/code.js';
 import { createSearchService } from '../../src/services/search-service.js';
 import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
@@ -66,11 +66,11 @@ describe('labelled retrieval set through the SQL path', () => {
       select varbit_send(c.code) as code, v.vec from vcon_codes c join vcon_vectors v using (vcon_uuid) limit 5`;
     for (const r of rows) expect([...r.code.subarray(4)]).toEqual([...signCodeBytes(bytesToVector(r.vec))]);
     const provider = createEmbeddingProvider(configFor(t.schema));
-    const wide = createSearchService({ repo: createSearchRepo(t.sql), queue: createEmbeddingQueueRepo(t.sql), provider, plugins: [] });
+    const wide = createSearchService({ repo: createSearchRepo(t.sql), queue: createIndexQueueRepo(t.sql), provider, plugins: [] });
     // limit 1 → 6 candidates out of 45 vCons: the Hamming stage has to pick the right ones.
     const tight = createSearchService({
       repo: createSearchRepo(t.sql),
-      queue: createEmbeddingQueueRepo(t.sql),
+      queue: createIndexQueueRepo(t.sql),
       provider,
       plugins: [],
       candidates: 1,
@@ -105,6 +105,8 @@ describe('vector spaces', () => {
     const hashingCfg = configFor(t.schema, { EMBEDDINGS_PROVIDER: 'hashing' });
     const hashing = createServices(t.sql, hashingCfg);
     const glove = createServices(t.sql, configFor(t.schema));
+    // Its index worker would index the hashing instance's write in its own space (one group runs one provider).
+    await glove.stop();
     const v = buildVcon({ subject: 'Lost luggage', turns: ['My suitcase did not arrive on the carousel after the flight.'] });
     await hashing.vcons.create(v, internalCtx);
     expect((await hashing.search.semantic({ q: 'suitcase missing' }, internalCtx)).results.map((r) => r.uuid)).toEqual([v.uuid]);
@@ -119,6 +121,8 @@ describe('vector spaces', () => {
     expect((await hashing.search.semantic({ q: 'suitcase missing' }, internalCtx)).results).toEqual([]);
     // A second run has nothing left to do.
     expect((await reembedGroup(t.sql, createEmbeddingProvider(configFor(t.schema)))).embedded).toBe(0);
+    // Its index worker would index the next tests' writes in the hashing space.
+    await hashing.stop();
   });
 
   test('tag filters give the same answer through SQL (selective tag) and through the memory index (broad tag)', async () => {
@@ -132,7 +136,7 @@ describe('vector spaces', () => {
     const provider = createEmbeddingProvider(configFor(t.schema));
     const broad = createSearchService({
       repo: createSearchRepo(t.sql),
-      queue: createEmbeddingQueueRepo(t.sql),
+      queue: createIndexQueueRepo(t.sql),
       provider,
       plugins: [],
       selectiveTagVcons: 0,
@@ -147,9 +151,13 @@ describe('vector spaces', () => {
   test('a tag write does not re-embed unchanged texts', async () => {
     const glove = createServices(t.sql, configFor(t.schema));
     const v = buildVcon({ subject: 'Seat upgrade', turns: ['Can I move to business class?'] });
-    await glove.vcons.create(v, internalCtx);
+    await glove.vcons.create(v, internalCtx, { waitFor: 'search' });
     const [before] = await t.sql<{ xmin: string }[]>`select xmin::text from vcon_vectors where vcon_uuid = ${v.uuid as string}::uuid`;
     await glove.tags.set(v.uuid as string, 'tier', 'gold', internalCtx);
+    // A search first indexes the tag write (the write queued the vCon again).
+    await glove.search.content({ q: 'seat' }, internalCtx);
+    const [queued] = await t.sql<{ n: number }[]>`select count(*)::int as n from index_queue`;
+    expect(queued.n).toBe(0);
     const [after] = await t.sql<{ xmin: string }[]>`select xmin::text from vcon_vectors where vcon_uuid = ${v.uuid as string}::uuid`;
     expect(after.xmin).toBe(before.xmin);
   });
@@ -216,7 +224,7 @@ describe('OpenAI-compatible provider', () => {
       'the embedding worker to embed the new vCon',
     );
     expect(found).toEqual([v.uuid]);
-    const [queue] = await t.sql<{ n: number }[]>`select count(*)::int as n from embedding_queue`;
+    const [queue] = await t.sql<{ n: number }[]>`select count(*)::int as n from index_queue`;
     expect(queue.n).toBe(0);
     const [row] = await t.sql<{ provider: string; model: string }[]>`select provider, model from vcon_vectors`;
     expect(row).toEqual({ provider: 'openai', model: 'fake-embed' });
@@ -240,7 +248,7 @@ describe('the indexer entry point and the worker lifecycle', () => {
   test('indexVcons rebuilds the keyword and vector index of stored vCons from their units', async () => {
     const services = createServices(t.sql, configFor(t.schema));
     const v = buildVcon({ subject: 'Late parcel', turns: ['My parcel with the garden hose arrived three weeks late.'] });
-    await services.vcons.create(v, internalCtx);
+    await services.vcons.create(v, internalCtx, { waitFor: 'search' });
     // Lose the index as a background indexer would find it before its first round.
     await t.sql`delete from vcon_search`;
     await t.sql`delete from search_vectors`;
@@ -269,7 +277,7 @@ describe('the indexer entry point and the worker lifecycle', () => {
     await services.vcons.create(v, internalCtx);
     const [q] = await t.sql<
       { n: number; attempts: number }[]
-    >`select count(*)::int as n, coalesce(max(attempts), 0)::int as attempts from embedding_queue`;
+    >`select count(*)::int as n, coalesce(max(attempts), 0)::int as attempts from index_queue`;
     expect(q).toEqual({ n: 1, attempts: 0 });
   });
 });

@@ -1,7 +1,11 @@
-import type { Router } from 'express';
-import { AnalysisQuery, AttachmentsQuery, GetVconQuery, parseParams, parseUuid } from '../../domain/params.js';
+import type { Request, Router } from 'express';
+import { AnalysisQuery, AttachmentsQuery, GetVconQuery, parseParams, parseUuid, WriteQuery } from '../../domain/params.js';
+import type { WriteOptions } from '../../services/vcon-service.js';
 import type { Services } from '../../services/index.js';
 import { ctxOf, methodNotAllowed, queryOf } from './util.js';
+
+/** `?wait_for=search`: the answer comes after the written vCons are indexed. */
+const writeOptions = (req: Request): WriteOptions => ({ waitFor: parseParams(WriteQuery, queryOf(req)).wait_for });
 
 /** vCon CRUD, batch, listing and sub-resources (API.md "vCons"); thin over the vCon service. */
 export function registerVconRoutes(router: Router, services: Services) {
@@ -13,7 +17,7 @@ export function registerVconRoutes(router: Router, services: Services) {
       res.json({ success: true, ...(await vcons.list(queryOf(req), ctxOf(req, res))) });
     })
     .post(async (req, res) => {
-      const r = await vcons.create(req.body, ctxOf(req, res));
+      const r = await vcons.create(req.body, ctxOf(req, res), writeOptions(req));
       res.status(r.created ? 201 : 200).json({ success: true, uuid: r.uuid, created: r.created });
     })
     .all(methodNotAllowed);
@@ -21,7 +25,7 @@ export function registerVconRoutes(router: Router, services: Services) {
   router
     .route('/vcons/batch')
     .post(async (req, res) => {
-      const r = await vcons.batch(req.body, ctxOf(req, res));
+      const r = await vcons.batch(req.body, ctxOf(req, res), writeOptions(req));
       const stored = r.created + r.updated;
       if (stored === 0) {
         // Nothing stored: still the batch report, but also a proper error body (one error format).
@@ -50,7 +54,7 @@ export function registerVconRoutes(router: Router, services: Services) {
       res.json({ success: true, vcon: await vcons.get(uuid, format, ctxOf(req, res)) });
     })
     .patch(async (req, res) => {
-      res.json({ success: true, vcon: await vcons.update(parseUuid(req.params.uuid), req.body, ctxOf(req, res)) });
+      res.json({ success: true, vcon: await vcons.update(parseUuid(req.params.uuid), req.body, ctxOf(req, res), writeOptions(req)) });
     })
     .delete(async (req, res) => {
       res.json({ success: true, ...(await vcons.remove(parseUuid(req.params.uuid), ctxOf(req, res))) });

@@ -1,0 +1,63 @@
+// The background indexer of one instance: drains the index queue a batch at a time, woken by this
+// instance's writes and polling for the others' (several instances share the queue: SKIP LOCKED).
+import type { SearchIndexer } from './search-indexer.js';
+
+interface WorkerLog {
+  warn(obj: object, msg: string): void;
+}
+
+/** `stop()` ends the loop and waits for the running round. */
+export function createIndexWorker(deps: { indexer: SearchIndexer; log: WorkerLog; batch: number; idleMs?: number }) {
+  const { indexer, log, batch } = deps;
+  // Writes of other instances (and rows left by a crash) are found within this interval.
+  const idleMs = deps.idleMs ?? 250;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = true;
+  let running: Promise<number> | undefined;
+  let woken = false;
+
+  const schedule = (ms: number) => {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(loop, ms);
+    timer.unref();
+  };
+
+  const loop = async () => {
+    timer = undefined;
+    if (stopped || running) return;
+    woken = false;
+    let n = 0;
+    try {
+      running = indexer.indexRound(batch);
+      n = await running;
+    } catch (err) {
+      // The pool closed under a worker nobody stopped: nothing more to index in this process.
+      if ((err as { code?: string }).code === 'CONNECTION_ENDED') stopped = true;
+      else if (!stopped) log.warn({ err: (err as Error).message }, 'indexing round failed');
+    } finally {
+      running = undefined;
+    }
+    if (!stopped) schedule(n > 0 || woken ? 0 : idleMs);
+  };
+
+  return {
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      schedule(0);
+    },
+    /** A write of this instance was acknowledged: index it now rather than at the next poll. */
+    wake() {
+      if (stopped) return;
+      if (running) woken = true;
+      else if (timer) schedule(0);
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running?.catch(() => undefined);
+    },
+  };
+}
+
+export type IndexWorker = ReturnType<typeof createIndexWorker>;

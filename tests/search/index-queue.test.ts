@@ -1,0 +1,128 @@
+// Search indexing off the request path (issue 17): a write queues its vCons in its own
+// transaction; indexers claim them with SKIP LOCKED; a search first indexes what was acknowledged
+// before it; wait_for=search answers after indexing; a queue left by a stopped instance is indexed
+// by the next one. Real PostgreSQL, each case on the schema of this file.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import { createServices } from '../../src/main.js';
+import { createSearch } from '../../src/search.js';
+import { createEmbeddingProvider } from '../../src/embeddings/index.js';
+import { internalCtx } from '../../src/services/context.js';
+import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { buildVcon } from './builders.js';
+
+const configFor = (schema: string) => parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, LOG_LEVEL: 'silent' });
+const silent = { info() {}, warn() {} };
+
+describe('the index queue', () => {
+  let t: TestSchema;
+  beforeAll(async () => {
+    t = await createTestSchema('index_queue');
+  });
+  afterAll(() => t?.drop());
+
+  const count = async (table: string, uuid: string) => {
+    const [r] = await t.sql.unsafe<{ n: number }[]>(`select count(*)::int as n from ${table} where vcon_uuid = $1::uuid`, [uuid]);
+    return r.n;
+  };
+
+  test('a write is queued, not indexed; the next search indexes it first and finds it', async () => {
+    const services = createServices(t.sql, configFor(t.schema));
+    // No background worker: only the search itself can index the write.
+    await services.stop();
+    const v = buildVcon({ subject: 'Cracked windscreen', turns: ['A stone cracked the windscreen on the motorway.'] });
+    await services.vcons.create(v, internalCtx);
+    expect(await count('index_queue', v.uuid as string)).toBe(1);
+    expect(await count('search_units', v.uuid as string)).toBe(0);
+    expect((await services.search.content({ q: 'windscreen' }, internalCtx)).results.map((r) => r.uuid)).toEqual([v.uuid]);
+    expect(await count('index_queue', v.uuid as string)).toBe(0);
+    expect(await count('vcon_vectors', v.uuid as string)).toBe(1);
+  });
+
+  test('wait_for search answers after indexing; a replaced vCon is indexed from its new document', async () => {
+    const services = createServices(t.sql, configFor(t.schema));
+    await services.stop();
+    const v = buildVcon({ subject: 'Boiler noise', turns: ['The boiler bangs every morning.'] });
+    await services.vcons.create(v, internalCtx, { waitFor: 'search' });
+    expect(await count('index_queue', v.uuid as string)).toBe(0);
+    expect(await count('search_units', v.uuid as string)).toBeGreaterThan(0);
+    await services.vcons.create({ ...v, subject: 'Radiator leak', dialog: [] }, internalCtx, { waitFor: 'search' });
+    const [row] = await t.sql<{ tsv: string }[]>`select tsv::text from vcon_search where vcon_uuid = ${v.uuid as string}::uuid`;
+    expect(row.tsv).toContain('radiat');
+    expect(row.tsv).not.toContain('boiler');
+  });
+
+  test('a queue left by a stopped instance is indexed by the next one', async () => {
+    const first = createServices(t.sql, configFor(t.schema));
+    await first.stop();
+    const docs = Array.from({ length: 30 }, (_, i) => buildVcon({ subject: `Left behind ${i}`, turns: [`Queued order number ${i}.`] }));
+    await first.vcons.batch(docs, internalCtx);
+    const [queued] = await t.sql<{ n: number }[]>`select count(*)::int as n from index_queue`;
+    expect(queued.n).toBe(30);
+    // A new instance: its background worker finds the rows without any write of its own.
+    const next = createServices(t.sql, configFor(t.schema));
+    try {
+      let left = 30;
+      for (const deadline = Date.now() + 20_000; left > 0 && Date.now() < deadline;) {
+        await new Promise((r) => setTimeout(r, 50));
+        [{ n: left }] = await t.sql<{ n: number }[]>`select count(*)::int as n from index_queue`;
+      }
+      expect(left).toBe(0);
+      const [indexed] = await t.sql<
+        { n: number }[]
+      >`select count(*)::int as n from vcon_search where vcon_uuid = any(${docs.map((d) => d.uuid as string)}::uuid[])`;
+      expect(indexed.n).toBe(30);
+    } finally {
+      await next.stop();
+    }
+  });
+
+  test('indexers of several instances share the queue (SKIP LOCKED): each vCon is indexed once, with deletes in between', async () => {
+    const writer = createServices(t.sql, configFor(t.schema));
+    await writer.stop();
+    const docs = Array.from({ length: 120 }, (_, i) => buildVcon({ subject: `Shared ${i}`, turns: [`Parcel ${i} went to the wrong depot.`] }));
+    await writer.vcons.batch(docs.slice(0, 100), internalCtx);
+    await writer.vcons.batch(docs.slice(100), internalCtx);
+    const indexers = Array.from({ length: 3 }, () =>
+      createSearch({ sql: t.sql, provider: createEmbeddingProvider(configFor(t.schema)), plugins: [], log: silent }),
+    );
+    const claimed: number[] = [0, 0, 0];
+    const rounds = indexers.map(async (s, k) => {
+      for (let n; (n = await s.indexer.indexRound(10)) > 0;) claimed[k] += n;
+    });
+    // Deletes while indexers hold rows: they wait for the round, never deadlock.
+    const deletes = docs.slice(0, 10).map((d) => writer.vcons.remove(d.uuid as string, internalCtx));
+    await Promise.all([...rounds, ...deletes]);
+    expect(claimed.reduce((a, b) => a + b)).toBeGreaterThanOrEqual(110);
+    expect(claimed.reduce((a, b) => a + b)).toBeLessThanOrEqual(120);
+    const [left] = await t.sql<{ n: number }[]>`select count(*)::int as n from index_queue`;
+    expect(left.n).toBe(0);
+    const [indexed] = await t.sql<
+      { n: number }[]
+    >`select count(*)::int as n from vcon_search where vcon_uuid = any(${docs.map((d) => d.uuid as string)}::uuid[])`;
+    expect(indexed.n).toBe(110);
+  });
+});
+
+describe('over HTTP', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer();
+  });
+  afterAll(() => s?.close());
+
+  test('?wait_for=search, a bad wait_for, and the lag in /health', async () => {
+    const v = buildVcon({ subject: 'Missing invoice', turns: ['The invoice for March never arrived.'] });
+    const ok = await s.api('/vcons?wait_for=search', { method: 'POST', json: v });
+    expect(ok.status).toBe(201);
+    const [q] = await s.instance.sql<{ n: number }[]>`select count(*)::int as n from index_queue where vcon_uuid = ${v.uuid as string}::uuid`;
+    expect(q.n).toBe(0);
+    const bad = await s.api('/vcons/batch?wait_for=never', { method: 'POST', json: [buildVcon({ subject: 'x', turns: ['y'] })] });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ error: 'invalid_parameter' });
+    expect(JSON.stringify(bad.body)).toContain('wait_for');
+    const health = await s.api('/health', { key: null });
+    expect(health.body.index).toEqual({ pending: expect.any(Number), lag_s: expect.any(Number), failing: 0 });
+  });
+});
