@@ -12,7 +12,7 @@ describe('health check timeout', () => {
 
   it('answers unhealthy after its timeout when the ping never returns', async () => {
     const admission = createAdmission({ limit: 2, maxWaitMs: 1000 });
-    const health = createHealthService({ ping: () => new Promise<number>(() => {}), admission, schema: 's', label: null, buildInfo });
+    const health = createHealthService({ ping: () => new Promise<never>(() => {}), admission, schema: 's', label: null, buildInfo });
     let report: Awaited<ReturnType<typeof health.check>> | undefined;
     void health.check().then((r) => (report = r));
     await vi.advanceTimersByTimeAsync(1499);
