@@ -4,7 +4,7 @@
 import { isDatabaseUnavailable, ValidationError } from '../domain/errors.js';
 import { AnalyzeBody, parseBody } from '../domain/params.js';
 import type { RequestCtx } from './context.js';
-import type { IndexInfo, IndexStats, IntrospectionRepo, TableStats } from '../db/introspection-repo.js';
+import type { IndexInfo, IndexStats, IntrospectionRepo, TableInfo, TableStats } from '../db/introspection-repo.js';
 import type { AnalyzeRepo } from '../db/analyze-repo.js';
 
 /** work_mem and temp_file_limit of an analyze statement: one sort can't fill the shared server's disk. */
@@ -69,6 +69,18 @@ export function prettyBytes(n: number): string {
   }
   return `${Math.round(v)} ${units[i]}`;
 }
+
+type TableSizes = Pick<TableInfo, 'total_bytes' | 'table_bytes' | 'heap_bytes' | 'toast_bytes' | 'index_bytes'>;
+
+/** A table's sizes as both shape and size report them. */
+const sizesOf = (t: TableSizes) => ({
+  total_bytes: t.total_bytes,
+  table_bytes: t.table_bytes,
+  heap_bytes: t.heap_bytes,
+  toast_bytes: t.toast_bytes,
+  index_bytes: t.index_bytes,
+  total_pretty: prettyBytes(t.total_bytes),
+});
 
 const ratio = (part: number, whole: number): number | null => (whole > 0 ? Math.round((part / whole) * 10_000) / 10_000 : null);
 const quoteIdent = (name: string) => (/^[a-z_][a-z0-9_]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`);
@@ -914,14 +926,7 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
           kind: t.kind,
           comment: t.comment,
           row_estimate: t.row_estimate,
-          size: {
-            total_bytes: t.total_bytes,
-            table_bytes: t.table_bytes,
-            heap_bytes: t.heap_bytes,
-            toast_bytes: t.toast_bytes,
-            index_bytes: t.index_bytes,
-            total_pretty: prettyBytes(t.total_bytes),
-          },
+          size: sizesOf(t),
           columns: colsOf(t.name),
           indexes: indexes
             .filter((i) => i.table === t.name)
@@ -1095,12 +1100,7 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
           .map((t) => ({
             table: t.name,
             row_estimate: t.row_estimate,
-            total_bytes: t.total_bytes,
-            table_bytes: t.table_bytes,
-            heap_bytes: t.heap_bytes,
-            toast_bytes: t.toast_bytes,
-            index_bytes: t.index_bytes,
-            total_pretty: prettyBytes(t.total_bytes),
+            ...sizesOf(t),
             share_of_schema: ratio(t.total_bytes, totals.total_bytes),
             bytes_per_row_estimate: t.row_estimate ? Math.round(t.table_bytes / t.row_estimate) : null,
           })),

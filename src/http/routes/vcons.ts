@@ -1,7 +1,7 @@
-import type { Request, Router } from 'express';
+import type { Request, RequestHandler, Router } from 'express';
 import { AnalysisQuery, AttachmentsQuery, GetVconQuery, parseParams, parseUuid, WriteQuery } from '../../domain/params.js';
-import type { WriteOptions } from '../../services/vcon-service.js';
 import type { Services } from '../../services/index.js';
+import type { SubResource, WriteOptions } from '../../services/vcon-service.js';
 import { ctxOf, methodNotAllowed, queryOf } from './util.js';
 
 /** `?wait_for=search`: the answer comes after the written vCons are indexed. */
@@ -10,6 +10,14 @@ const writeOptions = (req: Request): WriteOptions => ({ waitFor: parseParams(Wri
 /** vCon CRUD, batch, listing and sub-resources (API.md "vCons"); thin over the vCon service. */
 export function registerVconRoutes(router: Router, services: Services) {
   const { vcons } = services;
+
+  /** POST of one dialog, analysis or attachment: 201 with the index it was stored at. */
+  const append =
+    (section: SubResource, item: 'dialog' | 'analysis' | 'attachment'): RequestHandler =>
+    async (req, res) => {
+      const r = await vcons.append(parseUuid(req.params.uuid), section, req.body, ctxOf(req, res));
+      res.status(201).json({ success: true, uuid: r.uuid, index: r.index, [item]: r.item });
+    };
 
   router
     .route('/vcons')
@@ -61,13 +69,7 @@ export function registerVconRoutes(router: Router, services: Services) {
     })
     .all(methodNotAllowed);
 
-  router
-    .route('/vcons/:uuid/dialog')
-    .post(async (req, res) => {
-      const r = await vcons.append(parseUuid(req.params.uuid), 'dialog', req.body, ctxOf(req, res));
-      res.status(201).json({ success: true, uuid: r.uuid, index: r.index, dialog: r.item });
-    })
-    .all(methodNotAllowed);
+  router.route('/vcons/:uuid/dialog').post(append('dialog', 'dialog')).all(methodNotAllowed);
 
   router
     .route('/vcons/:uuid/analysis')
@@ -76,10 +78,7 @@ export function registerVconRoutes(router: Router, services: Services) {
       const analysis = await vcons.getAnalysis(uuid, parseParams(AnalysisQuery, queryOf(req)).type, ctxOf(req, res));
       res.json({ success: true, uuid, count: analysis.length, analysis });
     })
-    .post(async (req, res) => {
-      const r = await vcons.append(parseUuid(req.params.uuid), 'analysis', req.body, ctxOf(req, res));
-      res.status(201).json({ success: true, uuid: r.uuid, index: r.index, analysis: r.item });
-    })
+    .post(append('analysis', 'analysis'))
     .all(methodNotAllowed);
 
   router
@@ -89,9 +88,6 @@ export function registerVconRoutes(router: Router, services: Services) {
       const attachments = await vcons.getAttachments(uuid, parseParams(AttachmentsQuery, queryOf(req)), ctxOf(req, res));
       res.json({ success: true, uuid, count: attachments.length, attachments });
     })
-    .post(async (req, res) => {
-      const r = await vcons.append(parseUuid(req.params.uuid), 'attachments', req.body, ctxOf(req, res));
-      res.status(201).json({ success: true, uuid: r.uuid, index: r.index, attachment: r.item });
-    })
+    .post(append('attachments', 'attachment'))
     .all(methodNotAllowed);
 }
