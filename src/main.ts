@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // vcon-server: one group's instance. Composition root: config → logger → sql → migrate → services
 // → express app (REST + MCP over HTTP) or MCP over stdio.
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { realpathSync } from 'node:fs';
@@ -156,6 +156,10 @@ function lazyMcpHttp(opts: McpHttpOptions): McpHttp {
   };
 }
 
+/** How long the server keeps an idle keep-alive connection, and the timeout it tells clients. */
+export const KEEP_ALIVE_MS = 30_000;
+export const KEEP_ALIVE_HINT_S = 5;
+
 /** Starts one instance from a validated config. In HTTP mode it listens before resolving. */
 export async function startInstance(config: Config, opts: { log?: Logger } = {}): Promise<Instance> {
   const log = opts.log ?? createLogger(config);
@@ -215,10 +219,16 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       const s = app.listen(config.mcp.port, config.mcp.host, () => resolve(s));
       s.once('error', reject);
     });
-    // Long enough that a client slowed by load (its event loop seconds behind) does not reuse a
-    // keep-alive socket the server has just closed: that race surfaced as resets in the density
-    // bench. Below headersTimeout (60 s), as Node requires for keep-alive to work.
-    server.keepAliveTimeout = 30_000;
+    // The keep-alive race: a server that closes an idle connection just as the client sends its
+    // next request on it leaves that request without an answer (UND_ERR_SOCKET / ECONNRESET; the
+    // density bench's resets). Clients that honour `Keep-Alive: timeout=N` (undici/fetch, Node's
+    // agent, most libraries) drop idle sockets a little before N, so we advertise a short N but
+    // keep the socket much longer: a client whose event loop runs up to ~25 s late under load
+    // still closes first. Below headersTimeout (60 s), as Node requires for keep-alive to work.
+    server.keepAliveTimeout = KEEP_ALIVE_MS;
+    server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (req.httpVersion === '1.1' && !/\bclose\b/i.test(req.headers.connection ?? '')) res.setHeader('Keep-Alive', `timeout=${KEEP_ALIVE_HINT_S}`);
+    });
     const port = (server.address() as AddressInfo).port;
     const host = config.mcp.host.includes(':') ? `[${config.mcp.host}]` : config.mcp.host;
     const baseUrl = `http://${host}:${port}`;

@@ -10,6 +10,7 @@ import { execa, type ResultPromise } from 'execa';
 import postgres from 'postgres';
 import { runPgCtl } from '../../src/db/embedded.js';
 import { packageRoot } from '../../src/paths.js';
+import { adminSql } from '../helpers/db.js';
 
 export const SERVER = path.join(packageRoot, 'dist', 'src', 'main.js');
 export const KEY = 'hardening-key-rw';
@@ -59,6 +60,15 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 60_00
     sleep(timeoutMs).then(() => Promise.reject(new Error(`vcon-server not ready after ${timeoutMs} ms:\n${err}`))),
   ])) as { url: string; pid: number };
   return { proc, pid: ready.pid, url: ready.url, base: `${ready.url}/api/v1`, stderr: () => err };
+}
+
+/** Stops a spawned server (SIGTERM, waits) and drops its throwaway schema. */
+export async function stopAndDrop(server: ServerProcess | undefined, schema: string): Promise<void> {
+  server?.proc.kill('SIGTERM');
+  await server?.proc;
+  const admin = adminSql();
+  await admin.unsafe(`drop schema if exists "${schema}" cascade`);
+  await admin.end();
 }
 
 /** Resident set size of a process in KiB (VmRSS of /proc/<pid>/status). */

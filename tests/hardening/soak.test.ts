@@ -4,8 +4,8 @@
 // from /proc at the start, the middle and the end.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
-import { percentile, request, rssKiB, sampleVcon, sleep, spawnServer, type Outcome, type ServerProcess } from './helpers.js';
+import { databaseUrl, testSchemaName } from '../helpers/db.js';
+import { percentile, request, rssKiB, sampleVcon, sleep, spawnServer, stopAndDrop, type Outcome, type ServerProcess } from './helpers.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300);
 const CONNECTIONS = 64;
@@ -20,13 +20,7 @@ beforeAll(async () => {
   server = await spawnServer({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, VCON_INSTANCE_LABEL: 'soak', DB_POOL_MAX: '20' });
 }, 120_000);
 
-afterAll(async () => {
-  server?.proc.kill('SIGTERM');
-  await server?.proc;
-  const admin = adminSql();
-  await admin.unsafe(`drop schema if exists "${schema}" cascade`);
-  await admin.end();
-});
+afterAll(() => stopAndDrop(server, schema));
 
 type Op = { name: string; weight: number; run(): Promise<Outcome> };
 
