@@ -346,6 +346,11 @@ async function main(): Promise<void> {
       await corpusSql<{ key: string; value: string }[]>`
       select key, value from vcon_tags group by key, value order by count(*) desc limit 12`
     ).map((r) => JSON.stringify({ [r.key]: r.value }));
+    // The middle third of the corpus's dates: a date filter that keeps a third of it.
+    const [span] = await corpusSql<{ from: Date | null; to: Date | null }[]>`
+      select min(created_at) + (max(created_at) - min(created_at)) / 3 as from,
+             min(created_at) + 2 * (max(created_at) - min(created_at)) / 3 as to
+      from vcons`;
     await corpusSql.end();
     corpus.stored = uuids.length;
     log(`corpus: ${uuids.length} vCons in ${corpusSchema}`);
@@ -409,6 +414,10 @@ async function main(): Promise<void> {
           corpusSize: uuids.length,
           quick: opts.quick,
           queries,
+          filters: [
+            ...(span.from && span.to ? [`&start_date=${span.from.toISOString()}&end_date=${span.to.toISOString()}`] : []),
+            ...tagPairs.slice(0, 1).map((t) => `&tags=${encodeURIComponent(t)}`),
+          ],
           log,
         });
         figures.push(...r.figures);

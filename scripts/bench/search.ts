@@ -23,6 +23,12 @@ export async function measureSearch(opts: {
   quick: boolean;
   /** The query set (default: the one matching this bench's own corpus). */
   queries?: readonly string[];
+  /**
+   * Filter parameters (e.g. `&tags=…`, a date range) measured as one more figure per route: every
+   * query once with each. Filters change the plans (a tag is tested row by row, dates join the
+   * scan), so the unfiltered figure alone would hide them.
+   */
+  filters?: readonly string[];
   log: (msg: string) => void;
 }): Promise<{ figures: Figure[]; firstQueryMs: Record<string, number>; emptyResults: Record<string, number>; errors: string[] }> {
   const figures: Figure[] = [];
@@ -38,11 +44,33 @@ export async function measureSearch(opts: {
   for (const k of KINDS) {
     try {
       figures.push(...(await measureKind(k)));
+      if (opts.filters?.length) figures.push(await measureFiltered(k, opts.filters));
     } catch (err) {
       errors.push(`${k.label}: ${(err as Error).message.slice(0, 300)}`);
     }
   }
   return { figures, firstQueryMs, emptyResults, errors };
+
+  async function measureFiltered(k: (typeof KINDS)[number], filters: readonly string[]): Promise<Figure> {
+    const list = queries.flatMap((q) => filters.map((f) => `${opts.serverApi}/vcons/search/${k.kind}?q=${encodeURIComponent(q)}&limit=10${f}`));
+    const bad = await fetch(list[list.length - 1]);
+    if (!bad.ok) throw new Error(`filtered GET /vcons/search/${k.kind} answered ${bad.status}: ${(await bad.text()).slice(0, 300)}`);
+    const p95: number[] = [];
+    for (let r = 0; r < opts.rounds; r++) {
+      const s = await runSequential(list);
+      p95.push(percentile(s.latencies, 95));
+      opts.log(`  ${k.kind} filtered round ${r + 1}/${opts.rounds}: p50 ${percentile(s.latencies, 50).toFixed(1)} ms, p95 ${p95[r].toFixed(1)} ms`);
+    }
+    return makeFigure({
+      id: `search.${k.kind}.filtered.p95`,
+      label: `${k.label} p95 with a filter (${opts.corpusSize.toLocaleString('en-US')} vCons)`,
+      unit: 'ms',
+      better: 'lower',
+      rounds: p95,
+      goal: { kind: 'max', value: k.goalMs },
+      note: `${queries.length} queries × ${filters.length} filters: ${filters.map((f) => decodeURIComponent(f.slice(1))).join('; ')}`,
+    });
+  }
 
   async function measureKind(k: (typeof KINDS)[number]): Promise<Figure[]> {
     // Cold first query (lazy loads, caches), then one unmeasured pass that also checks the answers.

@@ -100,9 +100,9 @@ export function createSearchService(deps: SearchServiceDeps) {
 
   /**
    * The semantic ranking: the nearest codes (in memory, or in SQL when filtering by tags), then the
-   * exact cosine of the vCon vectors read from PostgreSQL. The vCon vector (the mean of its unit
-   * vectors) ranked as well as the best unit on the labelled set and needs no unit vectors until
-   * the page is known.
+   * exact cosine of the vCon vectors read from PostgreSQL. The vCon vector (the embedding of its
+   * whole text, search-indexer.ts) ranked better than its best unit on the development set and
+   * needs no unit vectors until the page is known.
    */
   async function semanticRanked(q: SearchQuery, depth: number): Promise<SemanticHit[]> {
     const vec = await embedQuery(q.q);
