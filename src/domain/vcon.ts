@@ -3,7 +3,7 @@
 // Unknown fields pass through (looseObject); services store the caller's own object, so key order
 // and unknown fields survive untouched.
 import { z } from 'zod';
-import { ValidationError, formatPath, type ErrorDetail } from './errors.js';
+import { ValidationError, issueDetails } from './errors.js';
 import { RANGE_PROBLEM, dateTimeProblem, isDateTime, parseDateTime } from './dates.js';
 import { unstorableText } from './text.js';
 
@@ -167,17 +167,6 @@ export const EncryptedVcon = z.looseObject({
 export type VconKind = 'plain' | 'signed' | 'encrypted';
 export type JsonObject = Record<string, unknown>;
 
-/** Turns zod issues into API.md details: every problem with its JSON path. */
-export function toDetails(error: z.ZodError, prefix: (string | number)[] = []): ErrorDetail[] {
-  const out: ErrorDetail[] = [];
-  for (const issue of error.issues) {
-    // Unions report their branches' problems; the first branch's message reads best.
-    const path = formatPath([...prefix, ...issue.path]);
-    out.push({ path, message: issue.message });
-  }
-  return out;
-}
-
 /**
  * Throws a ValidationError listing every problem, or returns the parsed value. Besides the schema,
  * every field name and string anywhere in the value must be text PostgreSQL can hold (text.ts).
@@ -186,7 +175,7 @@ export function validate<T extends z.ZodType>(schema: T, value: unknown, what: s
   const r = schema.safeParse(value);
   const text = unstorableText(value, prefix);
   if (r.success && text.length === 0) return r.data;
-  const details = [...(r.success ? [] : toDetails(r.error, prefix)), ...text];
+  const details = [...(r.success ? [] : issueDetails(r.error.issues, prefix)), ...text];
   const head = details
     .slice(0, 3)
     .map((d) => `${d.path}: ${d.message}`)
