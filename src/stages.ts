@@ -62,3 +62,8 @@ export function stageMark(): { end(name: string): void } {
   const c0 = process.cpuUsage();
   return { end: (name) => add(totals, name, t0, c0) };
 }
+
+/** Runs fn outside any recorder (background work started from a recorded write is not its stage). */
+export function untracked<T>(fn: () => T): T {
+  return recorder.exit(fn);
+}

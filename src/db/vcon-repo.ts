@@ -45,11 +45,70 @@ export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c
 
 export function createVconRepo(db: Db) {
   /**
+   * The documents and their columns as one JSON parameter read with json_to_recordset: a json[]
+   * parameter would escape every quote of every document into an array literal, and json columns
+   * of json_to_recordset keep each document's text exactly as sent (key order, API.md).
+   */
+  const vconRows = (items: StoredVcon[]) => {
+    const rows = items.map((i) => ({
+      uuid: i.uuid,
+      doc: i.doc,
+      kind: i.kind,
+      subject: i.derived.subject,
+      created_at: i.derived.created_at.toISOString(),
+      updated_at: i.derived.updated_at?.toISOString() ?? null,
+      pc: i.derived.counts.parties,
+      dc: i.derived.counts.dialog,
+      ac: i.derived.counts.analysis,
+      tc: i.derived.counts.attachments,
+      sig: tagsSig(i.derived.tags),
+    }));
+    return db`
+      select u.uuid, u.doc, u.kind, u.subject, u.created_at, u.updated_at, u.pc, u.dc, u.ac, u.tc, u.sig,
+             case when u.sig is null then null else now() end
+      from json_to_recordset(${rows as never}::json)
+        as u(uuid uuid, doc json, kind text, subject text, created_at timestamptz, updated_at timestamptz,
+             pc int, dc int, ac int, tc int, sig text)`;
+  };
+  const vconColumns = () => db`uuid, doc, kind, subject, created_at, updated_at,
+    parties_count, dialog_count, analysis_count, attachments_count, tags_sig, tags_updated_at`;
+
+  /**
+   * Every derived table's new rows, as CTEs of one statement (each table's rows one JSON
+   * parameter: far cheaper to bind than thousands of scalar parameters). `only` keeps the rows of
+   * the vCons a CTE named there inserted.
+   */
+  const derivedCtes = (items: StoredVcon[], only?: 'v') => {
+    const rows = <T extends object>(pick: (d: Derived) => T[]) =>
+      items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))) as never;
+    const guard = only ? db`where x.vcon_uuid in (select uuid from v)` : db``;
+    return db`
+      p as (
+        insert into vcon_parties (vcon_uuid, idx, name, tel, mailto, party_uuid)
+        select * from json_to_recordset(${rows((d) => d.parties)}::json)
+          as x(vcon_uuid uuid, idx int, name text, tel text, mailto text, party_uuid text) ${guard}),
+      d as (
+        insert into vcon_dialogs (vcon_uuid, idx, type, start_at, duration, mediatype, encoding, body_bytes)
+        select * from json_to_recordset(${rows((d) => d.dialogs)}::json)
+          as x(vcon_uuid uuid, idx int, type text, start_at timestamptz, duration double precision, mediatype text, encoding text, body_bytes int) ${guard}),
+      a as (
+        insert into vcon_analyses (vcon_uuid, idx, type, vendor, product, schema, encoding, body_bytes)
+        select * from json_to_recordset(${rows((d) => d.analyses)}::json)
+          as x(vcon_uuid uuid, idx int, type text, vendor text, product text, schema text, encoding text, body_bytes int) ${guard}),
+      t as (
+        insert into vcon_attachments (vcon_uuid, idx, purpose, type, encoding, mediatype, body_bytes)
+        select * from json_to_recordset(${rows((d) => d.attachments)}::json)
+          as x(vcon_uuid uuid, idx int, purpose text, type text, encoding text, mediatype text, body_bytes int) ${guard}),
+      g as (
+        insert into vcon_tags (vcon_uuid, key, value)
+        select * from json_to_recordset(${rows((d) => d.tags)}::json) as x(vcon_uuid uuid, key text, value text) ${guard})`;
+  };
+
+  /**
    * Rewrites every derived row of the given vCons (same transaction as the document write): old
-   * rows of replaced vCons go, then every table's new rows go in one statement, each table's rows
-   * as one JSON parameter (far cheaper to bind than thousands of scalar parameters). The same
-   * statement queues the vCons for search indexing (ARCHITECTURE.md "Search"): durable with the
-   * write, indexed after it.
+   * rows of replaced vCons go, then every table's new rows go in one statement. The same statement
+   * queues the vCons for search indexing (ARCHITECTURE.md "Search"): durable with the write,
+   * indexed after it.
    */
   async function writeDerived(items: StoredVcon[], replaced: string[]): Promise<void> {
     if (replaced.length > 0) {
@@ -63,30 +122,10 @@ export function createVconRepo(db: Db) {
         delete from vcon_tags where vcon_uuid = any(${replaced}::uuid[])`,
       );
     }
-    const rows = <T extends object>(pick: (d: Derived) => T[]) =>
-      items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))) as never;
     await stage(
       'sql: insert derived rows',
       () => db`
-      with p as (
-        insert into vcon_parties (vcon_uuid, idx, name, tel, mailto, party_uuid)
-        select * from json_to_recordset(${rows((d) => d.parties)}::json)
-          as x(vcon_uuid uuid, idx int, name text, tel text, mailto text, party_uuid text)),
-      d as (
-        insert into vcon_dialogs (vcon_uuid, idx, type, start_at, duration, mediatype, encoding, body_bytes)
-        select * from json_to_recordset(${rows((d) => d.dialogs)}::json)
-          as x(vcon_uuid uuid, idx int, type text, start_at timestamptz, duration double precision, mediatype text, encoding text, body_bytes int)),
-      a as (
-        insert into vcon_analyses (vcon_uuid, idx, type, vendor, product, schema, encoding, body_bytes)
-        select * from json_to_recordset(${rows((d) => d.analyses)}::json)
-          as x(vcon_uuid uuid, idx int, type text, vendor text, product text, schema text, encoding text, body_bytes int)),
-      t as (
-        insert into vcon_attachments (vcon_uuid, idx, purpose, type, encoding, mediatype, body_bytes)
-        select * from json_to_recordset(${rows((d) => d.attachments)}::json)
-          as x(vcon_uuid uuid, idx int, purpose text, type text, encoding text, mediatype text, body_bytes int)),
-      g as (
-        insert into vcon_tags (vcon_uuid, key, value)
-        select * from json_to_recordset(${rows((d) => d.tags)}::json) as x(vcon_uuid uuid, key text, value text))
+      with ${derivedCtes(items)}
       insert into index_queue (vcon_uuid)
       select u from unnest(${items.map((i) => i.uuid)}::uuid[]) as u
       on conflict (vcon_uuid) do update
@@ -96,27 +135,36 @@ export function createVconRepo(db: Db) {
 
   return {
     /**
+     * Inserts documents whose uuid is new, with their derived rows and queue rows, in one statement
+     * (atomic on its own: no transaction, one round trip). Returns the uuids inserted; the others
+     * exist already and are left untouched.
+     */
+    async insertNew(items: StoredVcon[]): Promise<Set<string>> {
+      if (items.length === 0) return new Set();
+      const rows = await stage(
+        'sql: insert new vcon (one statement)',
+        () => db<{ uuid: string }[]>`
+        with v as (
+          insert into vcons (${vconColumns()}) ${vconRows(items)}
+          on conflict (uuid) do nothing
+          returning uuid),
+        ${derivedCtes(items, 'v')},
+        q as (insert into index_queue (vcon_uuid) select uuid from v)
+        select uuid::text from v`,
+      );
+      return new Set(rows.map((r) => r.uuid));
+    },
+
+    /**
      * Inserts or replaces documents and rewrites their derived rows. Returns, per uuid, whether it
      * was newly created. tags_updated_at moves only when the set of tags changed.
      */
     async upsert(items: StoredVcon[]): Promise<Map<string, boolean>> {
       if (items.length === 0) return new Map();
-      const col = <T>(f: (i: StoredVcon) => T) => items.map(f);
       const result = await stage(
         'sql: upsert vcons',
         () => db<{ uuid: string; created: boolean }[]>`
-        insert into vcons as v (uuid, doc, kind, subject, created_at, updated_at,
-          parties_count, dialog_count, analysis_count, attachments_count, tags_sig, tags_updated_at)
-        select u.uuid, u.doc, u.kind, u.subject, u.created_at, u.updated_at, u.pc, u.dc, u.ac, u.tc, u.sig,
-               case when u.sig is null then null else now() end
-        from unnest(
-          ${col((i) => i.uuid)}::uuid[], ${col((i) => i.doc) as never}::json[], ${col((i) => i.kind)}::text[],
-          ${col((i) => i.derived.subject)}::text[], ${col((i) => i.derived.created_at.toISOString())}::timestamptz[],
-          ${col((i) => i.derived.updated_at?.toISOString() ?? null)}::timestamptz[],
-          ${col((i) => i.derived.counts.parties)}::int[], ${col((i) => i.derived.counts.dialog)}::int[],
-          ${col((i) => i.derived.counts.analysis)}::int[], ${col((i) => i.derived.counts.attachments)}::int[],
-          ${col((i) => tagsSig(i.derived.tags))}::text[]
-        ) as u(uuid, doc, kind, subject, created_at, updated_at, pc, dc, ac, tc, sig)
+        insert into vcons as v (${vconColumns()}) ${vconRows(items)}
         on conflict (uuid) do update set
           doc = excluded.doc, kind = excluded.kind, subject = excluded.subject,
           created_at = excluded.created_at, updated_at = excluded.updated_at,

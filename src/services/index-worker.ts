@@ -1,6 +1,7 @@
 // The background indexer of one instance: drains the index queue a batch at a time, woken by this
 // instance's writes and polling for the others' (several instances share the queue: SKIP LOCKED).
 import type { SearchIndexer } from './search-indexer.js';
+import { untracked } from '../stages.js';
 
 interface WorkerLog {
   warn(obj: object, msg: string): void;
@@ -18,7 +19,7 @@ export function createIndexWorker(deps: { indexer: SearchIndexer; log: WorkerLog
 
   const schedule = (ms: number) => {
     if (timer) clearTimeout(timer);
-    timer = setTimeout(loop, ms);
+    timer = untracked(() => setTimeout(loop, ms));
     timer.unref();
   };
 

@@ -136,6 +136,13 @@ export function createVconService(deps: VconServiceDeps) {
       const c = await prepareCreate(input, ctx);
       const uuid = c.uuid ?? randomUUID();
       const stamp = now();
+      // A new uuid (the common case) is one statement, no transaction: one round trip.
+      const fresh = c.kind === 'plain' ? withServiceFields(c.doc, uuid, stamp.toISOString(), undefined) : c.doc;
+      if ((await repo.insertNew([toStored({ ...c, doc: fresh }, uuid, stamp)])).size === 1) {
+        await written([uuid], opts);
+        return { uuid, created: true, vcon: await runHook(plugins, 'afterCreate', fresh, ctx) };
+      }
+      // The uuid exists: replace it under its row lock.
       const { created, doc } = await transact(async (tx) => {
         const existed = await tx.lock(uuid);
         const doc = c.kind === 'plain' ? withServiceFields(c.doc, uuid, stamp.toISOString(), existed ? stamp.toISOString() : undefined) : c.doc;

@@ -9,7 +9,7 @@ let s: TestServer;
 const UUID = '0195a1c2-0000-4000-8000-00000000abcd';
 beforeAll(async () => {
   s = await startTestServer({ REST_API_BODY_LIMIT: '256kb' });
-  const seed = await s.api('/vcons', {
+  const seed = await s.api('/vcons?wait_for=search', {
     method: 'POST',
     json: {
       uuid: UUID,
