@@ -177,15 +177,50 @@ export async function derivedProblems(url: string, schema: string): Promise<stri
       );
       if (orphans[0].n > 0) problems.push(`${orphans[0].n} orphan rows in ${table}`);
     }
+    // Search indexing follows the write (index_queue): a vCon is indexed, or still queued.
     const unitless = await sql.unsafe(
-      `select v.uuid::text from ${s('vcons')} v where not exists (select 1 from ${s('search_units')} u where u.vcon_uuid = v.uuid)`,
+      `select v.uuid::text from ${s('vcons')} v
+       where not exists (select 1 from ${s('search_units')} u where u.vcon_uuid = v.uuid)
+         and not exists (select 1 from ${s('index_queue')} q where q.vcon_uuid = v.uuid)`,
     );
-    for (const u of unitless) problems.push(`${u.uuid}: no search units`);
+    for (const u of unitless) problems.push(`${u.uuid}: no search units and not queued for indexing`);
     const orphanUnits = await sql.unsafe(
       `select count(*)::int as n from ${s('search_units')} u where not exists (select 1 from ${s('vcons')} v where v.uuid = u.vcon_uuid)`,
     );
     if (orphanUnits[0].n > 0) problems.push(`${orphanUnits[0].n} orphan search units`);
     return problems;
+  } finally {
+    await sql.end();
+  }
+}
+
+/** Rows waiting in a schema's index queue (written, not yet searchable). */
+export async function queuedForIndexing(url: string, schema: string): Promise<number> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [r] = await sql.unsafe(`select count(*)::int as n from "${schema}".index_queue`);
+    return r.n as number;
+  } finally {
+    await sql.end();
+  }
+}
+
+/**
+ * Waits until a schema's index queue is empty (a running instance indexes it), then returns the
+ * stored vCons that have no keyword index row: none, when every write was indexed.
+ */
+export async function unindexedAfterDrain(url: string, schema: string, timeoutMs = 30_000): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await queuedForIndexing(url, schema)) > 0) {
+    if (Date.now() > deadline) throw new Error(`the index queue of ${schema} did not drain within ${timeoutMs} ms`);
+    await sleep(100);
+  }
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const rows = await sql.unsafe(
+      `select v.uuid::text as u from "${schema}".vcons v where not exists (select 1 from "${schema}".vcon_search s where s.vcon_uuid = v.uuid)`,
+    );
+    return rows.map((r) => r.u as string);
   } finally {
     await sql.end();
   }

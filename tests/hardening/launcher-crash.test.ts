@@ -7,7 +7,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrl } from '../helpers/db.js';
 import { CLI, cliEnv, createWorkspace, KEY, waitFor, type Workspace } from '../launcher/helpers.js';
-import { request, sampleVcon, sleep, storedUuids, type Outcome } from './helpers.js';
+import { request, sampleVcon, sleep, storedUuids, unindexedAfterDrain, type Outcome } from './helpers.js';
 
 let ws: Workspace;
 let launcher: ReturnType<typeof execa>;
@@ -98,5 +98,8 @@ describe('a SIGKILLed child under the foreground supervisor', () => {
     expect(acked.beta.filter((u) => !storedBeta.has(u))).toEqual([]);
     expect(stderr).toMatch(/group alpha crashed: pid \d+ was killed by SIGKILL; restarting in 0 ms/);
     expect(launcher.exitCode).toBeNull();
+    // The restarted child indexes what the killed one had acknowledged but not yet indexed.
+    expect(await unindexedAfterDrain(databaseUrl(), ws.schemas.alpha)).toEqual([]);
+    expect(await unindexedAfterDrain(databaseUrl(), ws.schemas.beta)).toEqual([]);
   });
 });

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from '../../src/db/embedded.js';
 import {
   derivedProblems,
+  unindexedAfterDrain,
   percentile,
   pgCtl,
   request,
@@ -141,5 +142,7 @@ describe('PostgreSQL restarted during a write load', () => {
     const found = await request(`${server.base}/vcons/search/content?q=refund&limit=5`);
     expect(found.status).toBe(200);
     expect(found.body.count).toBeGreaterThan(0);
+    // Every acknowledged write is indexed, those pending across the restarts too.
+    expect(await unindexedAfterDrain(pg.url, SCHEMA)).toEqual([]);
   });
 });

@@ -8,7 +8,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
-import { derivedProblems, request, sampleVcon, sleep, spawnServer, storedUuids, type Outcome } from './helpers.js';
+import {
+  derivedProblems,
+  queuedForIndexing,
+  request,
+  sampleVcon,
+  sleep,
+  spawnServer,
+  storedUuids,
+  unindexedAfterDrain,
+  type Outcome,
+} from './helpers.js';
 
 const PLUGIN = path.resolve('tests/hardening/fixtures/hold-creates.mjs');
 const N = 100;
@@ -121,6 +131,17 @@ describe('signals during 100 in-flight creates', () => {
     // Whatever PostgreSQL committed is whole (each write is one transaction).
     expect(await derivedProblems(databaseUrl(), r.schema)).toEqual([]);
     for (const u of r.stored) expect(r.docs.some((d) => d.uuid === u)).toBe(true);
+
+    // Writes whose indexing was pending at the kill are indexed by the next start, without a new write.
+    const pendingAtKill = await queuedForIndexing(databaseUrl(), r.schema);
+    const next = await spawnServer({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: r.schema, EMBEDDINGS_PROVIDER: 'hashing' });
+    try {
+      expect(await unindexedAfterDrain(databaseUrl(), r.schema)).toEqual([]);
+      console.log(`[hardening] SIGKILL: ${pendingAtKill} vCons queued for indexing at the kill, all indexed after the restart`);
+    } finally {
+      next.proc.kill('SIGTERM');
+      await next.proc.catch(() => undefined);
+    }
   });
 });
 
