@@ -280,13 +280,18 @@ export function createSearchRepo(db: Db) {
      * `code` is varbit_send's output (4-byte bit length, then the bytes).
      */
     async codes(space: VectorSpace, since: Date | null): Promise<{ now: Date; rows: { uuid: string; created_at: Date; code: Buffer }[] }> {
-      // The clock is read first: a later sync asks for everything changed since (minus an overlap).
-      const [{ now }] = await db<{ now: Date }[]>`select clock_timestamp() as now`;
-      const rows = await db<{ uuid: string; created_at: Date; code: Buffer }[]>`
-        select vcon_uuid::text as uuid, created_at, varbit_send(code) as code
-        from vcon_codes
-        where provider = ${space.id} and model = ${space.model} ${since ? db`and changed_at > ${since}` : db``}`;
-      return { now, rows };
+      // One round trip (a catch-up runs before every semantic query). `now` is the statement's start,
+      // when its snapshot was taken: a later sync asks for everything changed since (minus an
+      // overlap for writes that committed after it).
+      const rows = await db<{ now: Date; uuid: string | null; created_at: Date; code: Buffer }[]>`
+        select c.now, v.uuid, v.created_at, v.code
+        from (select statement_timestamp() as now) c
+        left join lateral (
+          select vcon_uuid::text as uuid, created_at, varbit_send(code) as code
+          from vcon_codes
+          where provider = ${space.id} and model = ${space.model} ${since ? db`and changed_at > ${since}` : db``}
+        ) v on true`;
+      return { now: rows[0].now, rows: rows.filter((r): r is typeof r & { uuid: string } => r.uuid !== null) };
     },
 
     /** How many vCons carry the rarest of these tags (an upper bound of the filter's matches). */

@@ -57,6 +57,9 @@ export const MIN_CANDIDATES = 200;
 /** A tag filter matching at most this many vCons is searched in SQL through the tag index. */
 export const SELECTIVE_TAG_VCONS = 5_000;
 const MATCHES_PER_RESULT = 3;
+/** A broad tag filter's vCon count is re-read this often. */
+const TAG_COUNT_TTL_MS = 30_000;
+const MAX_CACHED_TAG_COUNTS = 1_000;
 
 /** Parses and validates the parameters of any of the three searches (domain/params.ts). */
 export function parseSearchQuery(raw: SearchInput, kind: SearchKind): SearchQuery {
@@ -89,6 +92,22 @@ export function createSearchService(deps: SearchServiceDeps) {
   const space = () => ({ id: provider.id, model: provider.model });
   const codes = createCodeCache(repo, space());
 
+  // Counts of broad tag filters, remembered a while: counting a tag a third of 100k vCons carry
+  // takes ~5 ms, and a broad tag stays broad (it only picks the in-memory path and its widening).
+  // A selective tag's count is cheap and decides the path, so it is always read.
+  const tagCounts = new Map<string, { n: number; at: number }>();
+  async function countTagged(tags: Record<string, string>): Promise<number> {
+    const key = JSON.stringify(Object.entries(tags).sort(([a], [b]) => (a < b ? -1 : 1)));
+    const hit = tagCounts.get(key);
+    if (hit && Date.now() - hit.at <= TAG_COUNT_TTL_MS) return hit.n;
+    const n = await repo.tagCount(tags);
+    if (n > (deps.selectiveTagVcons ?? SELECTIVE_TAG_VCONS)) {
+      if (tagCounts.size >= MAX_CACHED_TAG_COUNTS) tagCounts.clear();
+      tagCounts.set(key, { n, at: Date.now() });
+    }
+    return n;
+  }
+
   async function embedQuery(q: string): Promise<Float32Array> {
     try {
       const [v] = await provider.embed([q]);
@@ -109,7 +128,7 @@ export function createSearchService(deps: SearchServiceDeps) {
     const n = Math.max(deps.candidates ?? MIN_CANDIDATES, depth * 3);
     let cands: { uuid: string; vec: Float32Array }[];
     const tagged = q.tags && Object.keys(q.tags).length > 0 ? q.tags : undefined;
-    const tagCount = tagged ? await repo.tagCount(tagged) : 0;
+    const tagCount = tagged ? await countTagged(tagged) : 0;
     if (tagged && tagCount <= (deps.selectiveTagVcons ?? SELECTIVE_TAG_VCONS)) {
       // A selective tag: SQL reaches its few vCons through the tag index and compares their codes.
       cands = await repo.vectorCandidates(space(), vec, q, n);
