@@ -61,14 +61,19 @@ export async function prepareIdentities(
   },
 ): Promise<Map<string, GroupIdentity>> {
   const out = new Map<string, GroupIdentity>();
-  for (const spec of specs) {
+  const ready = (spec: GroupSpec, identity: GroupIdentity) => out.set(spec.name, identity);
+  // A few groups at a time: migrations of different schemas run side by side (fifty groups one
+  // after another took ~8 s, four at a time ~6 s on a loaded machine); role changes still queue on
+  // provisioning's advisory lock. Start spawns children only after every role: children loading
+  // their modules meanwhile starved the provisioning (fifty groups: 27 s against 18 s).
+  await forEachBounded(specs, PREPARE_CONCURRENCY, async (spec) => {
     const schema = spec.config.db.schema;
     const adminUrl = databases.urlOf(spec);
     const names = groupRoleNames(schema);
     // `vcon-launch provision` already put the group's own role in its env file.
     if (userOfUrl(adminUrl) === names.role) {
-      out.set(spec.name, { env: { DATABASE_URL: adminUrl }, role: names.role, isolation: 'role' });
-      continue;
+      ready(spec, { env: { DATABASE_URL: adminUrl }, role: names.role, isolation: 'role' });
+      return;
     }
     const admin = openAdmin(adminUrl);
     try {
@@ -90,8 +95,8 @@ export async function prepareIdentities(
             `group ${spec.name} connects as ${powers.user} (${why}): groups on this database share one identity, and isolation rests on the application only`,
           );
         }
-        out.set(spec.name, { env: { DATABASE_URL: adminUrl }, role: powers.user, isolation: 'shared' });
-        continue;
+        ready(spec, { env: { DATABASE_URL: adminUrl }, role: powers.user, isolation: 'shared' });
+        return;
       }
       const pinned = createSql({ url: adminUrl, schema, max: 1, applicationName: `vcon-launch-migrate-${spec.name}`.slice(0, 60) });
       try {
@@ -123,7 +128,7 @@ export async function prepareIdentities(
       // A detached child joins the embedded cluster itself (its port is known only then).
       if (databases.isEmbedded(spec) && opts.detach) Object.assign(env, { DATABASE_USER: creds.role, DATABASE_PASSWORD: creds.password });
       else env.DATABASE_URL = withCredentials(adminUrl, creds.role, creds.password);
-      out.set(spec.name, { env, role: creds.role, isolation: 'role' });
+      ready(spec, { env, role: creds.role, isolation: 'role' });
     } catch (err) {
       const e = err as Error & { code?: string };
       if (isDatabaseUnavailable(e)) throw new UserError(`group ${spec.name}: cannot reach its database ${spec.databaseLabel}: ${e.message}`);
@@ -132,6 +137,30 @@ export async function prepareIdentities(
     } finally {
       await admin.end({ timeout: 5 });
     }
-  }
+  });
   return out;
+}
+
+/** Groups prepared at once: each holds two connections (admin, migration) out of the reserve. */
+export const PREPARE_CONCURRENCY = 4;
+
+/**
+ * Runs fn over items, at most `limit` at a time. After a failure nothing new starts; the ones
+ * under way finish, then the first error is thrown.
+ */
+export async function forEachBounded<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed: { err: unknown } | undefined;
+  const worker = async () => {
+    while (!failed && next < items.length) {
+      const item = items[next++];
+      try {
+        await fn(item);
+      } catch (err) {
+        failed ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failed) throw failed.err;
 }

@@ -2,8 +2,13 @@
 // preferred, text/html reduced to text when it is the only body) and attachments' file names,
 // parsed with postal-mime (headers unfolded, encoded words, quoted-printable and base64 decoded).
 // Parsing is bounded: a hostile message is cut before it reaches the parser, so a write can't stall.
-import PostalMime, { type Address } from 'postal-mime';
-import { convert } from 'html-to-text';
+import type { Address } from 'postal-mime';
+
+// The parsers (~50 modules) load with the first email: most groups never store one, and every
+// module loaded at start is paid by every group's process (issue 15, start time of 50 groups).
+let parsers: Promise<{ PostalMime: typeof import('postal-mime').default; convert: typeof import('html-to-text').convert }> | undefined;
+const loadParsers = () =>
+  (parsers ??= Promise.all([import('postal-mime'), import('html-to-text')]).then(([p, h]) => ({ PostalMime: p.default, convert: h.convert })));
 
 /** Characters of a message handed to the parser (the index keeps at most 100k per unit anyway). */
 export const MAX_EMAIL_CHARS = 256_000;
@@ -39,7 +44,7 @@ const names = (list: (Address | undefined)[]): string[] =>
   list.flatMap((a) => (!a ? [] : a.group ? names(a.group) : [a.name || a.address || ''])).filter((n) => n.trim() !== '');
 
 /** HTML as the text a reader sees: no markup, scripts, styles or link targets. */
-export const htmlToText = (html: string): string =>
+const htmlToText = (html: string, convert: typeof import('html-to-text').convert): string =>
   convert(html, {
     wordwrap: false,
     selectors: [
@@ -59,10 +64,11 @@ export const htmlToText = (html: string): string =>
  */
 export async function emailText(raw: string): Promise<string> {
   const input = bounded(raw);
+  const { PostalMime, convert } = await loadParsers();
   try {
     const mail = await PostalMime.parse(input, { maxHeadersSize: HEADER_BYTES, maxNestingDepth: NESTING, attachmentEncoding: 'arraybuffer' });
     const who = [...names([mail.from]), ...names(mail.to ?? []), ...names(mail.cc ?? [])];
-    const body = mail.text?.trim() || (mail.html ? htmlToText(mail.html) : '');
+    const body = mail.text?.trim() || (mail.html ? htmlToText(mail.html, convert) : '');
     const files = mail.attachments.flatMap((a) => (a.filename ? [a.filename] : []));
     return [mail.subject ?? '', who.join(', '), body, files.join(', ')].filter((s) => s.trim() !== '').join('\n');
   } catch {

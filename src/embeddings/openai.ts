@@ -1,6 +1,6 @@
 // An OpenAI-compatible HTTP provider (OpenAI, Ollama, vLLM, LocalAI). Remote and slow compared
 // with the local ones, so stored vectors are written in the background (see src/db/embedding-queue-repo.ts).
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { EmbeddingProvider } from './types.js';
 import { EmbeddingError } from './types.js';
 import { normalize } from './text.js';
@@ -21,13 +21,20 @@ const MAX_INPUT_CHARS = 8_000;
 
 export function createOpenAiProvider(opts: OpenAiProviderOptions): EmbeddingProvider {
   const model = opts.model ?? 'text-embedding-3-small';
-  const client = new OpenAI({
-    baseURL: opts.url,
-    // Local servers (Ollama, vLLM) accept any key; the client insists on one.
-    apiKey: opts.apiKey ?? 'not-needed',
-    timeout: opts.timeoutMs ?? 30_000,
-    maxRetries: 2,
-  });
+  // The SDK (~150 modules) loads on the first embed: a process that never uses this provider,
+  // as most groups don't, pays nothing for it at start.
+  let client: Promise<OpenAI> | undefined;
+  const connect = () =>
+    (client ??= import('openai').then(
+      ({ default: OpenAI }) =>
+        new OpenAI({
+          baseURL: opts.url,
+          // Local servers (Ollama, vLLM) accept any key; the client insists on one.
+          apiKey: opts.apiKey ?? 'not-needed',
+          timeout: opts.timeoutMs ?? 30_000,
+          maxRetries: 2,
+        }),
+    ));
   let dims = opts.dimensions || 0;
   const batch = opts.batchSize ?? 64;
   return {
@@ -40,7 +47,9 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): EmbeddingProv
       for (let i = 0; i < texts.length; i += batch) {
         const input = texts.slice(i, i + batch).map((t) => t.slice(0, MAX_INPUT_CHARS) || ' ');
         // encoding_format 'float': without it some servers answer base64 or empty vectors silently.
-        const res = await client.embeddings.create({
+        const res = await (
+          await connect()
+        ).embeddings.create({
           model,
           input,
           encoding_format: 'float',
