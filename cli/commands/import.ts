@@ -276,12 +276,23 @@ export async function importFiles(
     // Files sharing a uuid (a vCon and its signed form, say) go in successive rounds, in file order.
     for (let queue = items; queue.length;) {
       const next: Item[] = [];
-      for (const batch of batches(queue)) {
-        const r = await postBatch(api, headers, batch);
+      // Two batches in flight: the server parses and validates one while PostgreSQL stores the
+      // other. Items of one round have distinct uuids, so their order doesn't matter; the report
+      // keeps file order.
+      const all = [...batches(queue)];
+      const results: Awaited<ReturnType<typeof postBatch>>[] = [];
+      let taken = 0;
+      const sender = async () => {
+        for (let k = taken++; k < all.length; k = taken++) {
+          results[k] = await postBatch(api, headers, all[k]);
+          done += results[k].outcomes.length;
+          progress.update(done);
+        }
+      };
+      await Promise.all([sender(), sender()]);
+      for (const r of results) {
         outcomes.push(...r.outcomes);
         next.push(...r.retry);
-        done += r.outcomes.length;
-        progress.update(done);
       }
       if (next.length === queue.length) throw new Error('the server keeps refusing the same items as duplicates');
       queue = next;

@@ -14,18 +14,19 @@ import postgres, { type Sql } from 'postgres';
 import { packageRoot } from '../../src/paths.js';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from '../../src/db/embedded.js';
 import { generateVcon, SEARCH_BENCH_QUERIES, TAG_KEYS, tagValues } from './corpus.js';
-import { createFloorTable, loadCorpus, measureIngest } from './ingest.js';
+import { createFloorTable, loadCorpus, measureIngest, measureSustained } from './ingest.js';
 import { measureRoute, type RouteCase } from './http-figures.js';
 import { measureSearch } from './search.js';
 import { formatDevSet, measureDevSet } from './devset.js';
 import { measureLauncher } from './launcher.js';
 import { densityFigures, densityMarkdown, runDensity, type DensityResult } from './density.js';
+import { measureImport } from './import.js';
 import { measureStages, stagesMarkdown, type StageBreakdown } from './stages.js';
 import { readRssMb, startFloorServer, startServer, type Child } from './processes.js';
 import { formatTable, writeReport, type BenchReport } from './report.js';
 import { makeFigure, median, type Figure } from './stats.js';
 
-const SECTIONS = ['stages', 'ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'density', 'diagnostics'] as const;
+const SECTIONS = ['stages', 'import', 'ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'density', 'diagnostics'] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Options {
@@ -46,6 +47,7 @@ interface Options {
   densityGroups: number[];
   densitySeconds: number;
   densityClients: number;
+  importCount: number;
 }
 
 const USAGE = `Usage: npm run bench [-- options]
@@ -65,6 +67,7 @@ const USAGE = `Usage: npm run bench [-- options]
                      PostgreSQL with max_connections = 100 started by the bench
   --density-seconds <s>  seconds of mixed load per group count (default 60; quick 10)
   --density-clients <n>  concurrent clients per group (default 10)
+  --import-count <n> vCon files of the import section (default 100000; quick 2000)
   --profile          run the main server under node --cpu-prof (profiles in the run directory)
   --keep             keep the schemas and the run directory
   --out <dir>        results directory (default tests/bench/results)
@@ -109,6 +112,7 @@ function parseOptions(argv: string[]): Options {
     }),
     densitySeconds: num('--density-seconds', quick ? 10 : 60),
     densityClients: Math.floor(num('--density-clients', 10)),
+    importCount: Math.floor(num('--import-count', quick ? 2_000 : 100_000)),
   };
 }
 
@@ -216,8 +220,15 @@ async function main(): Promise<void> {
       for (const b of stages) log(`  ${b.what}: ${b.total.wall_ms.toFixed(2)} ms wall, ${b.total.cpu_ms.toFixed(2)} ms CPU`);
     });
 
-  // The density and stages sections bring their own PostgreSQL or schema: alone, they need no corpus.
-  const needsCorpus = [...opts.sections].some((s) => s !== 'density' && s !== 'stages');
+  // vcon-launch import of a generated corpus into a group on the embedded PostgreSQL.
+  if (opts.sections.has('import'))
+    await section('import', async () => {
+      log(`import: ${opts.importCount} vCon files through vcon-launch import (embedded PostgreSQL)`);
+      figures.push(...(await measureImport({ count: opts.importCount, seed: opts.seed, log })));
+    });
+
+  // The density, stages and import sections bring their own PostgreSQL or schema: alone, they need no corpus.
+  const needsCorpus = [...opts.sections].some((s) => s !== 'density' && s !== 'stages' && s !== 'import');
   try {
     if (!needsCorpus) throw new SkipCorpus();
     // Corpus shape, from a sample.
@@ -270,6 +281,19 @@ async function main(): Promise<void> {
         });
         figures.push(...r.figures);
         stored = r.stored;
+        log('sustained ingest (search keeping up)');
+        const floorRate = r.figures[0].floor?.median ?? 0;
+        const sustained = await measureSustained({
+          api: mainApi,
+          seed: opts.seed,
+          from: stored,
+          floorRate,
+          fractions: [0.2, 0.1, 0.05],
+          seconds: opts.quick ? 3 : 8,
+          log,
+        });
+        figures.push(...sustained.figures);
+        stored = sustained.stored;
       });
 
     // 2. The read corpus: the search bench's kept corpus (full runs), or the main schema loaded

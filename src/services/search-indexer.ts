@@ -33,6 +33,9 @@ class EmbedFailure extends Error {
   override name = 'EmbedFailure';
 }
 
+/** Texts a local provider embeds before the indexer lets waiting requests run (~10 ms). */
+const EMBED_SLICE = 100;
+
 /** vCons per indexing round: one transaction and one embed call (~20 texts a vCon). */
 export const INDEX_BATCH = 100;
 
@@ -75,6 +78,20 @@ export function createSearchIndexer(deps: {
    * space). Without `force`, vCons whose texts, created_at and space are unchanged are skipped.
    * Returns how many vCons got vectors.
    */
+  /**
+   * One batch for the provider, in slices for a local one: a local embed runs on this thread, and
+   * a round of 100 vCons (~2,000 texts, ~200 ms) in one piece would hold every request behind it.
+   */
+  async function embedYielding(texts: string[]): Promise<Float32Array[]> {
+    if (!provider.inline) return provider.embed(texts);
+    const out: Float32Array[] = [];
+    for (let i = 0; i < texts.length; i += EMBED_SLICE) {
+      if (i > 0) await new Promise((r) => setImmediate(r));
+      out.push(...(await provider.embed(texts.slice(i, i + EMBED_SLICE))));
+    }
+    return out;
+  }
+
   async function embedVcons(r: IndexRepos, items: IndexItem[], opts: { force?: boolean } = {}): Promise<number> {
     if (items.length === 0) return 0;
     let todo = items;
@@ -95,7 +112,7 @@ export function createSearchIndexer(deps: {
     const texts = units.flatMap((u) => (u.length === 0 ? [] : [...u.map((x) => x.body), wholeText(u)]));
     let vectors: Float32Array[] = [];
     try {
-      if (texts.length > 0) vectors = await stage('embed', () => provider.embed(texts));
+      if (texts.length > 0) vectors = await stage('embed', () => embedYielding(texts));
     } catch (err) {
       throw new EmbedFailure((err as Error).message);
     }
