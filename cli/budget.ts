@@ -7,6 +7,14 @@ import type { RegistryEntry } from './registry.js';
 
 /** The pool a group gets when the budget has room (the server's own DB_POOL_MAX default). */
 export const DEFAULT_POOL = 10;
+/**
+ * Connections of a group's analyze role (POST /database/analyze opens one per call, as that role,
+ * outside the group's pool): its CONNECTION LIMIT, counted in the budget. 0 when the database
+ * has no room for them beside the pools: analyze then answers 503 database_busy.
+ */
+export const ANALYZE_CONNECTIONS = 1;
+/** The analyze role's limit behind PgBouncer, where the server's max_connections is not at stake. */
+export const POOLED_ANALYZE_CONNECTIONS = 4;
 
 /** What PostgreSQL allows: `max_connections` minus the slots ordinary roles can never use. */
 export interface ServerLimits {
@@ -44,6 +52,8 @@ export interface Allocation {
   /** Whether DB_POOL_MAX came from the group's env files. */
   explicit: boolean;
   pooled: boolean;
+  /** Connections of the group's analyze role (one role for all its replicas). */
+  analyze: number;
 }
 
 export interface DatabaseBudget {
@@ -74,11 +84,18 @@ export function requestsOf(specs: GroupSpec[], replicasOf: (spec: GroupSpec) => 
   }));
 }
 
-/** What the registry says running groups hold (entries from before budgets count the old default). */
+/**
+ * What the registry says running groups hold (entries from before budgets count the old default):
+ * each process its pool, each group once its analyze role's connections.
+ */
 export function heldOf(entries: RegistryEntry[]): Held[] {
   return entries
     .filter((e) => !e.db_pooled)
-    .map((e) => ({ group: e.group, databaseKey: e.database_key ?? e.database.replace(/^[^@]*@/, ''), connections: e.db_pool ?? DEFAULT_POOL }));
+    .map((e) => ({
+      group: e.group,
+      databaseKey: e.database_key ?? e.database.replace(/^[^@]*@/, ''),
+      connections: (e.db_pool ?? DEFAULT_POOL) + ((e.replica ?? 1) === 1 ? (e.db_analyze ?? 0) : 0),
+    }));
 }
 
 /**
@@ -111,7 +128,11 @@ export function planDatabase(requests: BudgetRequest[], limits: ServerLimits, op
   const shared = budgeted.filter((r) => r.explicitPool === undefined);
   const explicitTotal = explicit.reduce((n, r) => n + r.explicitPool! * r.replicas, 0);
   const sharedProcesses = shared.reduce((n, r) => n + r.replicas, 0);
-  const share = sharedProcesses ? Math.min(DEFAULT_POOL, Math.floor((available - explicitTotal) / sharedProcesses)) : 0;
+  // Analyze connections only where every pool still gets at least one: a pool is what a group
+  // needs to serve at all, an analyze connection only for the occasional analyze call.
+  const analyze = available - explicitTotal - sharedProcesses - budgeted.length * ANALYZE_CONNECTIONS >= 0 ? ANALYZE_CONNECTIONS : 0;
+  const analyzeTotal = budgeted.length * analyze;
+  const share = sharedProcesses ? Math.min(DEFAULT_POOL, Math.floor((available - explicitTotal - analyzeTotal) / sharedProcesses)) : 0;
   const allocations: Allocation[] = requests.map((r) => ({
     group: r.group,
     databaseKey: r.databaseKey,
@@ -119,6 +140,7 @@ export function planDatabase(requests: BudgetRequest[], limits: ServerLimits, op
     replicas: r.replicas,
     explicit: r.explicitPool !== undefined,
     pooled: r.pooled,
+    analyze: r.pooled ? POOLED_ANALYZE_CONNECTIONS : analyze,
   }));
   const budget: DatabaseBudget = {
     databaseKey: first.databaseKey,

@@ -33,6 +33,8 @@ export interface RegistryEntry {
   db_pool?: number;
   /** Connected through PgBouncer: not counted against the server's max_connections. */
   db_pooled?: boolean;
+  /** Connections of the group's analyze role (on replica 1's entry only; the role is the group's). */
+  db_analyze?: number;
 }
 
 export interface Registry {

@@ -7,6 +7,7 @@ import { migrate } from '../src/db/migrate.js';
 import { isDatabaseUnavailable } from '../src/domain/errors.js';
 import {
   adminPowers,
+  DEFAULT_ANALYZE_LIMITS,
   groupRoleNames,
   openAdmin,
   otherGroupSchemas,
@@ -58,6 +59,8 @@ export async function prepareIdentities(
     detach?: boolean;
     rotate?: boolean;
     quiet?: boolean;
+    /** The analyze role's connection limit, from the connection budget (default: DEFAULT_ANALYZE_LIMITS). */
+    analyzeConnectionsOf?: (spec: GroupSpec) => number;
   },
 ): Promise<Map<string, GroupIdentity>> {
   const out = new Map<string, GroupIdentity>();
@@ -120,7 +123,11 @@ export async function prepareIdentities(
         schema,
         role: creds.role,
         password: creds.password,
-        analyze: { role: creds.analyze_role, password: creds.analyze_password },
+        analyze: {
+          role: creds.analyze_role,
+          password: creds.analyze_password,
+          limits: { ...DEFAULT_ANALYZE_LIMITS, connections: opts.analyzeConnectionsOf?.(spec) ?? DEFAULT_ANALYZE_LIMITS.connections },
+        },
       });
       if (!outcome.tempFileLimit && !opts.quiet)
         note(`group ${spec.name}: ${powers.user} is not a superuser, so analyze runs without temp_file_limit`);

@@ -19,6 +19,8 @@ export interface Slot {
   env: Record<string, string>;
   /** The PostgreSQL user the group connects as. */
   role: string;
+  /** Connections of the group's analyze role in the budget (recorded on replica 1). */
+  analyze?: number;
   child?: Child;
 }
 
@@ -34,7 +36,7 @@ export const slotKey = (slot: Pick<Slot, 'spec' | 'replica' | 'replicas'>) =>
 
 /** Builds the registry entry of a running child. */
 export function entryOf(
-  slot: Pick<Slot, 'spec' | 'replica' | 'replicas' | 'role' | 'env'>,
+  slot: Pick<Slot, 'spec' | 'replica' | 'replicas' | 'role' | 'env' | 'analyze'>,
   child: Child,
   opts: { supervisorPid: number | null; logFile: string | null },
 ): RegistryEntry {
@@ -59,6 +61,7 @@ export function entryOf(
     database_key: spec.databaseKey,
     db_pool: Number.isInteger(pool) ? pool : spec.config.db.poolMax,
     db_pooled: spec.config.db.pooler === 'pgbouncer',
+    ...(slot.analyze !== undefined && slot.replica === 1 ? { db_analyze: slot.analyze } : {}),
   };
 }
 

@@ -163,9 +163,10 @@ export async function checkBudget(envDir: string, launcher: Pick<LauncherEnviron
       const spec = groups.find((g) => g.name === a.group)!;
       const held = snap?.connectionsByApplication.get(applicationNameOf(spec.config.label, spec.config.db.schema)) ?? 0;
       const how = a.pooled ? 'through PgBouncer' : a.explicit ? 'DB_POOL_MAX' : 'budget share';
-      return `${a.group}: pool ${a.pool}${a.replicas > 1 ? ` × ${a.replicas}` : ''} (${how}), ${held} connection(s) held now`;
+      const analyze = a.analyze ? `, analyze ${a.analyze}` : a.pooled ? '' : ', analyze 0 (no room: analyze answers database_busy)';
+      return `${a.group}: pool ${a.pool}${a.replicas > 1 ? ` × ${a.replicas}` : ''} (${how})${analyze}, ${held} connection(s) held now`;
     });
-    const total = b.allocations.filter((a) => !a.pooled).reduce((n, a) => n + a.pool * a.replicas, 0);
+    const total = b.allocations.filter((a) => !a.pooled).reduce((n, a) => n + a.pool * a.replicas + a.analyze, 0);
     out.push({
       subject,
       ok: !b.refusal,

@@ -117,19 +117,24 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   const t0 = Date.now();
   const databases = await openDatabases(specs);
   let identities: Map<string, GroupIdentity>;
-  let budgets: DatabaseBudget[];
+  let budgets: DatabaseBudget[] = [];
+  const allocationOf = (name: string) => budgets.flatMap((b) => b.allocations).find((a) => a.group === name)!;
   try {
     // The budget first: a start that cannot fit is refused before any role is provisioned.
     budgets = await budgetFor(specs, databases, registry, (spec) => replicasFlag ?? spec.config.replicas);
     // Foreground: the launcher holds the embedded cluster for its whole life and hands children a
     // URL on it. Detached: the launcher leaves, so each child joins the cluster itself (with its
     // role's name and password) and the last child to stop shuts it down.
-    identities = await prepareIdentities(specs, databases, { store: createCredentialStore(registry.dir), launcher, detach: opts.detach });
+    identities = await prepareIdentities(specs, databases, {
+      store: createCredentialStore(registry.dir),
+      launcher,
+      detach: opts.detach,
+      analyzeConnectionsOf: (spec) => allocationOf(spec.name).analyze,
+    });
   } catch (err) {
     await databases.release();
     throw err;
   }
-  const allocationOf = (name: string) => budgets.flatMap((b) => b.allocations).find((a) => a.group === name)!;
   // Replicas of a group share its schema, role and keys; PostgreSQL is what they share (migrations
   // run once under the schema's advisory lock, whichever replica gets there first).
   const slots: Slot[] = specs.flatMap((spec) => {
@@ -137,7 +142,15 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
     const env: Record<string, string> = { ...launcher.inherited, ...spec.env, ...identity.env };
     env.DB_POOL_MAX = String(allocationOf(spec.name).pool);
     const replicas = replicasFlag ?? spec.config.replicas;
-    return Array.from({ length: replicas }, (_, i) => ({ spec, replica: i + 1, replicas, env: replicaEnv(env, spec, i + 1), role: identity.role }));
+    const analyze = allocationOf(spec.name).analyze;
+    return Array.from({ length: replicas }, (_, i) => ({
+      spec,
+      replica: i + 1,
+      replicas,
+      env: replicaEnv(env, spec, i + 1),
+      role: identity.role,
+      analyze,
+    }));
   });
   const prefix = createLinePrefixer(slots.map(slotKey));
 
@@ -200,9 +213,10 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
       note(`connection budget of ${b.databaseLabel} not checked: ${b.unchecked}`);
       continue;
     }
-    const total = b.allocations.filter((a) => !a.pooled).reduce((n, a) => n + a.pool * a.replicas, 0);
+    const total = b.allocations.filter((a) => !a.pooled).reduce((n, a) => n + a.pool * a.replicas + a.analyze, 0);
+    const analyze = b.allocations.find((a) => !a.pooled)?.analyze ?? 0;
     note(
-      `connection budget of ${b.databaseLabel}: ${total} for these groups, ${b.held.reduce((n, h) => n + h.connections, 0)} for running groups, ` +
+      `connection budget of ${b.databaseLabel}: ${total} for these groups (${analyze ? `pools + ${analyze} analyze connection each` : 'pools; no room for analyze connections: analyze answers 503 database_busy'}), ${b.held.reduce((n, h) => n + h.connections, 0)} for running groups, ` +
         `of ${b.limits.maxConnections} (${b.limits.superuserReserved} superuser-reserved, ${b.reserve} kept for operators)`,
     );
   }

@@ -23,8 +23,8 @@ describe('many groups on one small PostgreSQL', () => {
       log: (m) => console.info(m),
     });
     console.info(JSON.stringify(r));
-    // 30 − 3 superuser-reserved − 3 kept for operators = 24: 3 per group.
-    expect(r.pool_per_group).toEqual([3]);
+    // 30 − 3 superuser-reserved − 3 kept for operators = 24: a pool of 2 and one analyze connection per group.
+    expect(r.pool_per_group).toEqual([2]);
     expect(r.requests).toBeGreaterThan(0);
     for (const route of ['create', 'read', 'keyword', 'semantic'] as const) expect(r.routes[route].ok, route).toBeGreaterThan(0);
     expect(r.other_5xx).toBe(0);

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import postgres from 'postgres';
 import { acquireEmbeddedPostgres, restartWithMaxConnections, type EmbeddedPostgres } from '../../src/db/embedded.js';
+import { groupRoleNames } from '../../src/db/roles.js';
 import { api, createWorkspace, isAlive, waitFor, type Workspace } from './helpers.js';
 
 let dir: string;
@@ -39,7 +40,21 @@ describe('connection budget', () => {
     expect(r.stdout).toMatch(
       /connection budget of postgres@127\.0\.0\.1:\d+\/postgres: 12 of 20 connections for 3 group\(s\) \(3 superuser-reserved, 3 kept for operators\)/,
     );
-    for (const g of ['alpha', 'beta', 'gamma']) expect(r.stdout).toContain(`${g}: pool 4 (budget share), 0 connection(s) held now`);
+    // Each group: its pool and one connection of its analyze role (12 = 3 × (3 + 1)).
+    for (const g of ['alpha', 'beta', 'gamma']) expect(r.stdout).toContain(`${g}: pool 3 (budget share), analyze 1, 0 connection(s) held now`);
+  });
+
+  test('analyze connections only where every pool still fits: none when the pools take the whole budget', async () => {
+    for (const g of ['alpha', 'beta', 'gamma']) setGroup(g, { DB_POOL_MAX: '4' });
+    try {
+      const r = await ws.run(['check']);
+      expect(r.exitCode, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/12 of 20 connections for 3 group\(s\)/);
+      for (const g of ['alpha', 'beta', 'gamma'])
+        expect(r.stdout).toContain(`${g}: pool 4 (DB_POOL_MAX), analyze 0 (no room: analyze answers database_busy)`);
+    } finally {
+      for (const g of ['alpha', 'beta', 'gamma']) setGroup(g);
+    }
   });
 
   test('check refuses explicit pools that cannot fit, naming the groups and the numbers', async () => {
@@ -70,15 +85,24 @@ describe('connection budget', () => {
     try {
       const first = await ws.run(['start', '--group', 'alpha', '--group', 'beta', '--detach']);
       expect(first.exitCode, first.stderr).toBe(0);
-      // alpha asked for 6; beta gets the rest of the 14, capped at 10 → 8.
+      // alpha asked for 6; one analyze connection each; beta gets the rest of the 14 → 6.
       expect(first.stdout).toMatch(/alpha .* 6\s*$/m);
-      expect(first.stdout).toMatch(/beta .* 8 \(budget\)\s*$/m);
-      expect(ws.registry()).toMatchObject({ alpha: { db_pool: 6 }, beta: { db_pool: 8 } });
+      expect(first.stdout).toMatch(/beta .* 6 \(budget\)\s*$/m);
+      expect(ws.registry()).toMatchObject({ alpha: { db_pool: 6, db_analyze: 1 }, beta: { db_pool: 6, db_analyze: 1 } });
+      // The analyze role may open exactly what the budget counted for it.
+      const limits = postgres(pg.url, { max: 1, onnotice: () => {} });
+      try {
+        const roles = ['alpha', 'beta'].map((g) => groupRoleNames(ws.schemas[g]).analyzeRole);
+        const rows = await limits<{ rolconnlimit: number }[]>`select rolconnlimit from pg_roles where rolname in ${limits(roles)}`;
+        expect(rows.map((r) => r.rolconnlimit)).toEqual([1, 1]);
+      } finally {
+        await limits.end();
+      }
 
       const status = await ws.run(['status', '--json']);
       const rows = JSON.parse(status.stdout) as any[];
       for (const row of rows) {
-        expect(row.health.pool.size).toBe(row.group === 'alpha' ? 6 : 8);
+        expect(row.health.pool.size).toBe(6);
         expect(row.health.pool.connections).toBeGreaterThanOrEqual(1);
       }
       const table = await ws.run(['status']);
@@ -87,7 +111,7 @@ describe('connection budget', () => {
       // Nothing left for gamma: refused, naming what the running groups hold.
       const later = await ws.run(['start', '--group', 'gamma', '--detach']);
       expect(later.exitCode).not.toBe(0);
-      expect(later.stderr).toMatch(/1 group needs at least 1 connection but only 0 are available .* − 14 held by running groups \(alpha 6, beta 8\)/);
+      expect(later.stderr).toMatch(/1 group needs at least 1 connection but only 0 are available .* − 14 held by running groups \(alpha 7, beta 7\)/);
 
       // The groups really stay within their pools under load, and an operator still connects.
       const base = (g: string) => `${ws.registry()[g].url}/api/v1`;
@@ -96,7 +120,7 @@ describe('connection budget', () => {
       try {
         const byApp = await admin<{ app: string; n: number }[]>`
           select application_name as app, count(*)::int as n from pg_stat_activity where application_name like 'vcon-label-%' group by 1`;
-        for (const r of byApp) expect(r.n).toBeLessThanOrEqual(r.app === 'vcon-label-alpha' ? 6 : 8);
+        for (const r of byApp) expect(r.n).toBeLessThanOrEqual(6);
       } finally {
         await admin.end();
       }
