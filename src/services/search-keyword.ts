@@ -64,6 +64,20 @@ export function createKeywordRanker(deps: {
     return terms.map((t) => fresh(t)!);
   }
 
+  // A word's spelling neighbours depend on the provider alone: remembered (a lookup in the
+  // provider's on-disk table took 1-30 ms, and a word no vCon has is looked up on every query).
+  const suggestions = new Map<string, Promise<{ known: boolean; words: string[] }>>();
+  function suggest(word: string) {
+    let s = suggestions.get(word);
+    if (!s) {
+      if (suggestions.size >= MAX_CACHED_TERMS) suggestions.clear();
+      s = provider.suggest!(word);
+      suggestions.set(word, s);
+      s.catch(() => suggestions.delete(word));
+    }
+    return s;
+  }
+
   /**
    * Words found in no vCon of the group, replaced by their closest spelling neighbour that is
    * (most frequent on ties). A word the group contains is never corrected.
@@ -75,7 +89,7 @@ export function createKeywordRanker(deps: {
       (t, i) => t.kind === 'word' && stats[i].content && stats[i].df === 0 && t.text.length >= MIN_CORRECTED && /^\p{L}+$/u.test(t.text),
     );
     if (unknown.length === 0) return out;
-    const suggested = await Promise.all(unknown.map((t) => provider.suggest!(t.text)));
+    const suggested = await Promise.all(unknown.map((t) => suggest(t.text.toLowerCase())));
     // A common word the group lacks is a real word, not a typo: it stays (and matches nothing).
     const candidates = suggested.map((s) => (s.known ? [] : s.words));
     const found = await repo.present(candidates.flat());
