@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { getBuildInfo } from './version.js';
-import { createSql, type Sql } from './db/client.js';
+import { createSql, type Sql, type SqlOptions } from './db/client.js';
 import { applicationNameOf } from './db/server-limits.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
@@ -51,14 +51,28 @@ export interface Instance {
 }
 
 /** Wires the services of one instance over a pinned pool. Exported for tests and tools. */
-export function createServices(sql: Sql, config: Config, plugins: readonly Plugin[] = [], log?: Logger, databaseUrl = config.db.url): Services {
+export function createServices(
+  sql: Sql,
+  config: Config,
+  plugins: readonly Plugin[] = [],
+  log?: Logger,
+  databaseUrl = config.db.url,
+  /** A server process indexes on a thread of its own, with a pool of these settings. */
+  indexThread?: SqlOptions,
+): Services {
   const buildInfo = getBuildInfo();
   // Search: writes queue their vCons in their own transaction and the index worker (of every
   // instance) indexes them in batches; a search first indexes what was acknowledged before it.
   // An inline provider loads its word vectors on first use (~0.5 s once, ~45 MB): an idle group
   // stays small and ten groups start fast.
   const searchLog = (log ?? createLogger(config)).child({ component: 'search' });
-  const search = createSearch({ sql, provider: createEmbeddingProvider(config, searchLog), plugins, log: searchLog });
+  const search = createSearch({
+    sql,
+    provider: createEmbeddingProvider(config, searchLog),
+    plugins,
+    log: searchLog,
+    thread: indexThread ? { sql: indexThread, config } : undefined,
+  });
   const transact = createTransactor(sql);
   const vcons = createVconService({ repo: createVconRepo(sql), transact, plugins, index: search.writes });
   search.start();
@@ -172,7 +186,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
   }
   // The group's own role (set by vcon-launch) replaces whoever the URL names.
   url = withCredentials(url, config.db.user, config.db.password);
-  const sql = createSql({
+  const poolOptions: SqlOptions = {
     url,
     schema: config.db.schema,
     max: config.db.poolMax,
@@ -181,7 +195,8 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     statementTimeoutMs: config.db.statementTimeoutMs,
     idleTimeoutS: config.db.idleTimeoutS,
     pooler: config.db.pooler,
-  });
+  };
+  const sql = createSql(poolOptions);
   let services: Services | undefined;
   const cleanup = async () => {
     // Background work first: it would otherwise run on into a closed pool.
@@ -201,7 +216,8 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       throw err;
     });
     const plugins = await loadPlugins(config.plugins, log);
-    services = createServices(sql, config, plugins, log, url);
+    // The index thread: one connection of its own, given back when idle (counted with the pool's by application_name).
+    services = createServices(sql, config, plugins, log, url, { ...poolOptions, max: 1 });
     if (config.auth.required && config.rest.enabled) {
       if (config.auth.keys.length === 0 && config.auth.readOnlyKeys.length === 0) {
         log.warn('API_AUTH_REQUIRED is true but no API_KEYS are set: every authenticated route answers 503');

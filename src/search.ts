@@ -10,6 +10,8 @@ import type { Plugin } from './plugins/hooks.js';
 import { createSearchIndexer, type IndexRepos, type IndexTransact } from './services/search-indexer.js';
 import { createSearchService, type SearchService } from './services/search-service.js';
 import { createIndexWorker } from './services/index-worker.js';
+import type { IndexThreadData, IndexThreadMessage } from './index-thread.js';
+import { Worker } from 'node:worker_threads';
 
 const indexRepos = (db: Db): IndexRepos => ({ index: createSearchIndexRepo(db), queue: createIndexQueueRepo(db) });
 
@@ -39,11 +41,65 @@ export interface IndexNotifier {
   awaitIndexed(uuids: string[]): Promise<boolean>;
 }
 
-export function createSearch(deps: { sql: Sql; provider: EmbeddingProvider; plugins: readonly Plugin[]; log: SearchLog }) {
-  const { sql, provider, plugins, log } = deps;
+/** The indexer and its background worker over one pool (the request thread's, or the index thread's own). */
+export function createIndexing(deps: { sql: Sql; provider: EmbeddingProvider; log: SearchLog }) {
+  const { sql, provider, log } = deps;
   const queue = createIndexQueueRepo(sql);
   const indexer = createSearchIndexer({ provider, transact: indexTransactor(sql), queue, log });
   const worker = createIndexWorker({ indexer, log, batch: provider.inline ? 100 : 32 });
+  return { queue, indexer, worker };
+}
+
+/** The background worker on a thread of its own: same interface as the in-process one. */
+function threadWorker(data: IndexThreadData, log: SearchLog) {
+  // From the build: the compiled entry; from the sources (tests, tsx): the .ts one through tsx.
+  const fromSource = import.meta.url.endsWith('.ts');
+  const entry = new URL(`./index-thread.${fromSource ? 'ts' : 'js'}`, import.meta.url);
+  let thread: Worker | undefined;
+  let stopped = false;
+  return {
+    start() {
+      if (thread) return;
+      thread = fromSource
+        ? // Node 20 does not apply --import loaders to a worker's entry: register tsx, then load it.
+          new Worker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`, {
+            eval: true,
+            workerData: data,
+          })
+        : new Worker(entry, { workerData: data });
+      thread.unref();
+      thread.on('error', (err) => log.warn({ err: err.message }, 'the index thread failed; searches index what they need themselves'));
+    },
+    wake() {
+      if (!stopped) thread?.postMessage('wake' satisfies IndexThreadMessage);
+    },
+    async stop() {
+      stopped = true;
+      const t = thread;
+      if (!t) return;
+      const done = new Promise<void>((resolve) => {
+        t.once('message', () => resolve());
+        t.once('exit', () => resolve());
+      });
+      t.postMessage('stop' satisfies IndexThreadMessage);
+      // A round in progress ends first (at most one batch); then the thread is gone either way.
+      await Promise.race([done, new Promise((r) => setTimeout(r, 10_000).unref())]);
+      await t.terminate();
+    },
+  };
+}
+
+export function createSearch(deps: {
+  sql: Sql;
+  provider: EmbeddingProvider;
+  plugins: readonly Plugin[];
+  log: SearchLog;
+  /** Index on a thread of its own with these settings (a server process); else on this thread. */
+  thread?: IndexThreadData;
+}) {
+  const { sql, provider, plugins, log } = deps;
+  const { queue, indexer, worker: local } = createIndexing({ sql, provider, log });
+  const worker = deps.thread ? threadWorker(deps.thread, log) : local;
   const raw = createSearchService({ repo: createSearchRepo(sql), queue, provider, plugins });
   const consistent =
     <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>

@@ -36,7 +36,7 @@ export async function measureImport(opts: { count: number; seed: number; log: (m
     const envDir = path.join(dir, 'env');
     mkdirSync(envDir);
     // No DATABASE_URL: the group runs on the embedded PostgreSQL of this checkout.
-    writeFileSync(path.join(envDir, 'imp.env'), `SUPABASE_DB_SCHEMA=${schema}\nLOG_LEVEL=warn\n`);
+    writeFileSync(path.join(envDir, 'imp.env'), `SUPABASE_DB_SCHEMA=${schema}\nLOG_LEVEL=warn\nAPI_KEYS=bench-import-key\n`);
     const t0 = performance.now();
     const r = await execa(
       process.execPath,

@@ -122,6 +122,19 @@ describe('over HTTP', () => {
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ error: 'invalid_parameter' });
     expect(JSON.stringify(bad.body)).toContain('wait_for');
+    // Without wait_for and without a search, the server's index thread indexes it.
+    const later = buildVcon({ subject: 'Lost keycard', turns: ['My hotel keycard stopped working.'] });
+    expect((await s.api('/vcons', { method: 'POST', json: later })).status).toBe(201);
+    let queued = 1;
+    for (const deadline = Date.now() + 20_000; queued > 0 && Date.now() < deadline;) {
+      await new Promise((r) => setTimeout(r, 50));
+      [{ n: queued }] = await s.instance.sql<{ n: number }[]>`select count(*)::int as n from index_queue`;
+    }
+    expect(queued).toBe(0);
+    const [indexed] = await s.instance.sql<
+      { n: number }[]
+    >`select count(*)::int as n from vcon_search where vcon_uuid = ${later.uuid as string}::uuid`;
+    expect(indexed.n).toBe(1);
     const health = await s.api('/health', { key: null });
     expect(health.body.index).toEqual({ pending: expect.any(Number), lag_s: expect.any(Number), failing: 0 });
   });

@@ -31,7 +31,7 @@ const ids = (list: Record<string, unknown>[]) => new Set(list.map((v) => v.uuid 
 beforeAll(async () => {
   t = await createTestSchema('kwcand');
   const services = createServices(t.sql, parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: t.schema, LOG_LEVEL: 'silent' }));
-  const r = await services.vcons.batch(all, internalCtx);
+  const r = await services.vcons.batch(all, internalCtx, { waitFor: 'search' });
   expect(r.created).toBe(all.length);
   await services.stop();
   repo = createSearchRepo(t.sql);
