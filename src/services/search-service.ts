@@ -273,10 +273,13 @@ export function createSearchService(deps: SearchServiceDeps) {
     hybrid(raw: SearchInput, ctx: RequestCtx): Promise<SearchResponse> {
       return withHooks('hybrid', raw, ctx, async (q) => {
         const depth = Math.min(VECTOR_PAGING_CAP + 1, Math.max(100, 2 * (q.offset + q.limit + 1)));
+        // The semantic side starts at once with the query as typed (the keyword plan of a
+        // first-time query takes a few ms); a corrected query is searched again corrected.
+        const asTyped = semanticRanked(q, depth);
+        asTyped.catch(() => undefined);
         const p = await keyword.plan(q.q);
-        // The semantic side reads the corrected words too.
-        const semQuery = p.corrected_query ? { ...q, q: p.corrected_query } : q;
-        const [kw, sem] = await Promise.all([keywordRanked(p, q, depth, 0), semanticRanked(semQuery, depth)]);
+        const semantic = p.corrected_query ? semanticRanked({ ...q, q: p.corrected_query }, depth) : asTyped;
+        const [kw, sem] = await Promise.all([keywordRanked(p, q, depth, 0), semantic]);
         const ranked = fuseRankings(kw, sem, p.corrected_query ? CORRECTED_KEYWORD_WEIGHT : KEYWORD_WEIGHT);
         const page = ranked.slice(q.offset, q.offset + q.limit);
         const uuids = page.map((e) => e.uuid);
