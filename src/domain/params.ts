@@ -157,7 +157,12 @@ function tagFilter(required: boolean, describe: string) {
 
 /** A vCon uuid (path parameter or argument), answered in lower case. */
 export const UuidParam = z
-  .string({ error: (i) => `must be a UUID (8-4-4-4-12 hexadecimal digits), got ${got(String(i.input).slice(0, 60))}` })
+  .string({
+    error: (i) =>
+      i.input === undefined
+        ? 'is required: a UUID (8-4-4-4-12 hexadecimal digits)'
+        : `must be a UUID (8-4-4-4-12 hexadecimal digits), got ${got(String(i.input).slice(0, 60))}`,
+  })
   .regex(UUID_RE, { error: (i) => `must be a UUID (8-4-4-4-12 hexadecimal digits), got ${got(String(i.input).slice(0, 60))}` })
   .transform((s) => s.toLowerCase())
   .describe('The vCon UUID (8-4-4-4-12 hex), as returned by create_vcon or a search');
@@ -232,7 +237,11 @@ const searchShape = {
       min: 1,
       max: MAX_QUERY_CHARS,
       required: 'is required: the text to search for (1 to 1000 characters)',
-    }).refine((s) => s.trim() !== '', 'must not be blank'),
+    }).refine((s) => s.trim() !== '', {
+      message: 'must not be blank',
+      // An empty q already failed its length rule: one problem, not two.
+      when: (payload) => payload.issues.length === 0,
+    }),
   ),
   limit: int({ def: 10, min: 1, cap: MAX_PAGE, describe: `Results per page, default 10, capped at ${MAX_PAGE}` }),
   offset: int({ def: 0, min: 0, describe: 'Results to skip, default 0' }),
@@ -327,7 +336,11 @@ export const VconPatch = z
           : 'must be a JSON object',
     },
   )
-  .refine((p) => Object.keys(p).length > 0, 'nothing to update: send subject, extensions or critical')
+  .refine((p) => Object.keys(p).length > 0, {
+    message: 'nothing to update: send subject, extensions or critical',
+    // Unknown fields are stripped from p: only a body with no problem yet can be "nothing".
+    when: (payload) => payload.issues.length === 0,
+  })
   .describe('The fields to change; only subject, extensions and critical (legacy must_support) can be updated');
 
 /** `PUT /vcons/:uuid/tags/:key`. */

@@ -12,6 +12,9 @@ export function createBodyParser(config: Config): RequestHandler {
     limit: config.rest.bodyLimit,
     type: (req) => JSON_TYPES.has(mediaType(req.headers['content-type'])),
     inflate: true,
+    // A bare string, number or null is valid JSON: the route answers that it wants an object
+    // (validation_failed), instead of body-parser calling it malformed (invalid_json).
+    strict: false,
   });
   return (req, res, next) => {
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;

@@ -80,6 +80,23 @@ describe('HTTP shell', () => {
     const r = await s.api('/vcons', { method: 'PUT', json: {} });
     expect(r.status).toBe(405);
     expectErrorFormat(r.body, 'method_not_allowed');
+    // RFC 9110: a 405 names the methods the path does serve.
+    expect(r.headers.get('allow')).toBe('GET, POST, HEAD, OPTIONS');
+    const batch = await s.api('/vcons/batch');
+    expect(batch.status).toBe(405);
+    expect(batch.headers.get('allow')).toBe('POST, OPTIONS');
+  });
+
+  it('answers a well-formed JSON body that is not an object with validation_failed, not invalid_json', async () => {
+    for (const body of ['"a string"', '42', 'null', 'true']) {
+      const r = await s.api('/vcons', { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+      expect(r.status).toBe(400);
+      expectErrorFormat(r.body, 'validation_failed');
+      expect(r.body.details).toEqual([{ path: '(root)', message: 'must be an object' }]);
+      const batch = await s.api('/vcons/batch', { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+      expect(batch.status).toBe(400);
+      expectErrorFormat(batch.body, 'validation_failed');
+    }
   });
 
   it('hides hints in production', async () => {

@@ -167,6 +167,31 @@ describe('the one mapping of zod issues', () => {
     );
   });
 
+  it('reports one problem per mistake: no extra "nothing to update" or "blank" after the real one', () => {
+    expect(() => params.parseBody(params.VconPatch, { parties: [] })).toThrow(
+      expect.objectContaining({
+        code: 'validation_failed',
+        details: [{ path: 'parties', message: expect.stringContaining('is not an updatable field') }],
+      }),
+    );
+    expect(() => params.parseBody(params.VconPatch, {})).toThrow(
+      expect.objectContaining({ details: [{ path: '(root)', message: 'nothing to update: send subject, extensions or critical' }] }),
+    );
+    expect(() => params.parseParams(params.SearchQuery, { q: '' })).toThrow(
+      expect.objectContaining({ details: [{ path: 'q', message: 'must be at least 1 character(s)' }] }),
+    );
+    expect(() => params.parseParams(params.SearchQuery, { q: '  ' })).toThrow(
+      expect.objectContaining({ details: [{ path: 'q', message: 'must not be blank' }] }),
+    );
+  });
+
+  it('says a missing uuid is required instead of quoting "undefined"', () => {
+    expect(() => params.parseUuid(undefined)).toThrow(
+      expect.objectContaining({ code: 'invalid_parameter', message: 'uuid: is required: a UUID (8-4-4-4-12 hexadecimal digits)' }),
+    );
+    expect(() => params.parseUuid('nope')).toThrow(expect.objectContaining({ message: expect.stringContaining('got "nope"') }));
+  });
+
   it('answers bodies with validation_failed naming each unknown field', () => {
     expect(() => params.parseBody(params.AnalyzeBody, { query: 'select 1', explain: true, x: 1 })).toThrow(
       expect.objectContaining({

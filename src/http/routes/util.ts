@@ -14,9 +14,15 @@ export function ctxOf(req: Request, res: Response): RequestCtx {
   };
 }
 
-/** 405 for a known path with a method it doesn't serve. */
-export const methodNotAllowed: RequestHandler = (req) => {
-  throw new AppError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}`);
+/** 405 for a known path with a method it doesn't serve, with the `Allow` header HTTP requires. */
+export const methodNotAllowed: RequestHandler = (req, res) => {
+  const methods = Object.keys((req.route as { methods?: Record<string, boolean> } | undefined)?.methods ?? {})
+    .filter((m) => m !== '_all')
+    .map((m) => m.toUpperCase());
+  if (methods.includes('GET')) methods.push('HEAD');
+  const allowed = [...methods, 'OPTIONS'].join(', ');
+  res.setHeader('Allow', allowed);
+  throw new AppError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${allowed}`);
 };
 
 /** The first value of a query parameter (repeated parameters are not merged). */
