@@ -1,5 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import type { Config } from '../config.js';
+import { AppError } from '../domain/errors.js';
 import { sendError } from '../transport/errors.js';
 
 const JSON_TYPES = new Set(['application/json', 'application/vcon', 'application/vcon+json']);
@@ -29,6 +30,23 @@ export function createBodyParser(config: Config): RequestHandler {
       });
       return;
     }
-    json(req, res, next);
+    json(req, res, (err?: unknown) => {
+      // A decompression failure (bad gzip/deflate/br data) reaches us as a bare zlib error with no
+      // body-parser `type`: it is an unreadable body, not a bad parameter.
+      const encoding = req.headers['content-encoding'];
+      if (err instanceof Error && !('type' in err) && encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+        next(
+          new AppError(
+            400,
+            'invalid_json',
+            `Request body could not be decompressed (Content-Encoding: ${encoding}): ${err.message}`,
+            undefined,
+            'Send the gzip of a JSON document, or drop Content-Encoding',
+          ),
+        );
+        return;
+      }
+      next(err as Error | undefined);
+    });
   };
 }

@@ -76,6 +76,19 @@ describe('HTTP shell', () => {
     expect((await s.api(`/vcons/${gz.body.uuid}`)).body.vcon.subject).toBe('gzipped');
   });
 
+  it('answers a body that does not decompress with 400 invalid_json naming the encoding', async () => {
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const r = await s.api('/vcons', {
+        method: 'POST',
+        body: 'not compressed',
+        headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+      });
+      expect(r.status).toBe(400);
+      expectErrorFormat(r.body, 'invalid_json');
+      expect(r.body.message).toContain(`Content-Encoding: ${encoding}`);
+    }
+  });
+
   it('answers a wrong method on a known path with 405', async () => {
     const r = await s.api('/vcons', { method: 'PUT', json: {} });
     expect(r.status).toBe(405);
