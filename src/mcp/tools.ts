@@ -26,6 +26,7 @@ import {
   WriteQuery,
 } from '../domain/params.js';
 import { Analysis, Attachment, Dialog } from '../domain/vcon.js';
+import { ValidationError } from '../domain/errors.js';
 import { StoredVcon } from '../domain/responses.js';
 import { EXAMPLE_TYPES } from '../domain/examples.js';
 import { healthBody } from '../services/health-service.js';
@@ -135,10 +136,21 @@ const appendTool = (
   annotations: ADD,
   operations: ['vcons.append'],
   run: async (args, ctx, env) => {
-    const r = await env.services.vcons.append(parseUuid(args.uuid), section, args[item], ctx);
+    const uuid = parseUuid(args.uuid);
+    const r = await env.services.vcons.append(uuid, section, documentArg(args, item, `the ${item} object`), ctx);
     return { uuid: r.uuid, index: r.index, [item]: r.item };
   },
 });
+
+/**
+ * A document argument (vcon, updates, dialog, ...): when it is missing the error names it, where the
+ * service, which sees only the document, would say "(root): must be an object".
+ */
+function documentArg(args: Args, name: string, what: string): unknown {
+  if (args[name] !== undefined) return args[name];
+  const message = `is required: ${what}`;
+  throw new ValidationError(`${name}: ${message}`, [{ path: name, message }]);
+}
 
 /** wait_for of the write tools, parsed as REST parses `?wait_for=`. */
 const writeOptions = (args: Args) => ({ waitFor: parseParams(WriteQuery, { wait_for: args.wait_for }).wait_for });
@@ -158,7 +170,7 @@ export const TOOLS: readonly ToolDef[] = [
     annotations: OVERWRITE,
     operations: ['vcons.create'],
     run: async (args, ctx, env) => {
-      const r = await env.services.vcons.create(args.vcon, ctx, writeOptions(args));
+      const r = await env.services.vcons.create(documentArg(args, 'vcon', 'the vCon object itself'), ctx, writeOptions(args));
       return { uuid: r.uuid, created: r.created };
     },
   },
@@ -213,7 +225,11 @@ export const TOOLS: readonly ToolDef[] = [
     scope: 'write',
     annotations: OVERWRITE,
     operations: ['vcons.update'],
-    run: async (args, ctx, env) => ({ vcon: await env.services.vcons.update(parseUuid(args.uuid), args.updates, ctx, writeOptions(args)) }),
+    run: async (args, ctx, env) => {
+      const uuid = parseUuid(args.uuid);
+      const updates = documentArg(args, 'updates', 'an object with subject, extensions or critical');
+      return { vcon: await env.services.vcons.update(uuid, updates, ctx, writeOptions(args)) };
+    },
   },
   {
     name: 'delete_vcon',

@@ -214,7 +214,21 @@ describe('MCP over Streamable HTTP', () => {
     const badVcon = await rw.call('create_vcon', { vcon: { dialog: [{ type: 'text', parties: [5] }] } });
     expect(badVcon.structuredContent).toMatchObject({ error: 'validation_failed', details: [{ path: 'dialog[0].parties' }] });
     const noVcon = await rw.call('create_vcon', {});
-    expect(noVcon.structuredContent).toMatchObject({ error: 'validation_failed' });
+    expect(noVcon.structuredContent).toMatchObject({ error: 'validation_failed', details: [{ path: 'vcon' }] });
+    // A missing document argument is named, not reported as "(root)" of a document nobody sent.
+    for (const [tool, arg] of [
+      ['update_vcon', 'updates'],
+      ['add_dialog', 'dialog'],
+      ['add_analysis', 'analysis'],
+      ['add_attachment', 'attachment'],
+    ]) {
+      const r = await rw.call(tool, { uuid: c.uuid });
+      expect(r.structuredContent, tool).toEqual({
+        error: 'validation_failed',
+        message: expect.stringMatching(new RegExp(`^${arg}: is required`)),
+        details: [{ path: arg, message: expect.stringMatching(/^is required/) }],
+      });
+    }
     const noTag = await rw.call('get_tags', { uuid: c.uuid, key: 'absent' });
     expect(noTag.structuredContent).toMatchObject({ error: 'tag_not_found' });
     const badLimit = await rw.call('list_vcons', { limit: 'lots' });
