@@ -9,6 +9,11 @@
 //    after some of its rows arrived leaves the connection's row counter where it stopped, and the
 //    next query on that pooled connection resolves with holes in front of its rows: a wrong answer
 //    to someone else's request. Patched: the counter is reset when every query ends.
+// 3. reserve before the pipeline check (vcon-launch, issue 15): sql.begin reserves its connection
+//    in execute() only when the connection could take another pipelined query, so with
+//    max_pipeline 0 (or a full socket buffer) BEGIN fails with UNSAFE_TRANSACTION. Behind
+//    PgBouncer the service needs max_pipeline 0 (src/db/client.ts says why). Patched: the
+//    reservation happens whatever the pipeline state; the return value is unchanged.
 //
 // The file is found the way Node finds it (import.meta.resolve from this script), so a hoisted or
 // nested install is patched alike. Anything but the version this was written for, unless already
@@ -65,6 +70,30 @@ export const PATCHES = [
         to: `    query = results = errorResponse = null
     result = new Result()
     rows = 0 /* vcon-launch: row-count reset */
+`,
+      },
+    ],
+  },
+  {
+    name: 'reserve before the pipeline check',
+    mark: '/* vcon-launch: reserve before the pipeline check */',
+    edits: [
+      {
+        from: `      build(q)
+      return write(toBuffer(q))
+        && !q.describeFirst
+        && !q.cursorFn
+        && sent.length < max_pipeline
+        && (!q.options.onexecute || q.options.onexecute(connection))
+`,
+        to: `      build(q)
+      /* vcon-launch: reserve before the pipeline check */
+      const more = write(toBuffer(q))
+        && !q.describeFirst
+        && !q.cursorFn
+        && sent.length < max_pipeline
+      q.options.onexecute && q.options.onexecute(connection)
+      return more && !q.options.onexecute
 `,
       },
     ],

@@ -11,6 +11,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import postgres from 'postgres';
 import { acquireEmbeddedPostgres, restartWithMaxConnections } from '../../src/db/embedded.js';
+import { readEnvFile, setEnvVariable } from '../../cli/env-files.js';
+import { startPgBouncer, type PgBouncer } from './pgbouncer.js';
 import { CLI_JS, readRssMb } from './processes.js';
 import { makeFigure, percentile, type Figure } from './stats.js';
 
@@ -27,6 +29,12 @@ export interface DensityOptions {
   dir: string;
   /** Extra lines for env/shared.env (e.g. the embedding provider). */
   sharedEnv?: Record<string, string>;
+  /**
+   * Groups connect through a real PgBouncer (transaction pooling) started by the bench: each group
+   * provisioned its own role first (`vcon-launch provision`), then DATABASE_URL points at PgBouncer
+   * with DB_POOLER=pgbouncer.
+   */
+  pgbouncer?: boolean;
   log: (msg: string) => void;
 }
 
@@ -35,6 +43,8 @@ export interface DensityResult {
   clients_per_group: number;
   seconds: number;
   max_connections: number;
+  /** Through PgBouncer: its server connections per group role and over the database. */
+  pgbouncer: { pool_per_role: number; max_db_connections: number } | null;
   /** `vcon-launch start --all --detach` to exit 0 (every group healthy). */
   healthy_s: number;
   pool_per_group: number[];
@@ -119,7 +129,7 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
   );
   for (let g = 0; g < opts.groups; g++) writeFileSync(path.join(envDir, `g${g}.env`), `SUPABASE_DB_SCHEMA=density_g${g}\n`);
   const cli = (...args: string[]) =>
-    execa(process.execPath, [CLI_JS, ...args, '--instances-dir', instancesDir], {
+    execa(process.execPath, [CLI_JS, ...args, ...(args[0] === 'provision' ? [] : ['--instances-dir', instancesDir])], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' },
       extendEnv: false,
       reject: false,
@@ -127,7 +137,41 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
       timeout: 300_000,
     });
 
+  let bouncer: PgBouncer | undefined;
+  let pooled: DensityResult['pgbouncer'] = null;
   try {
+    if (opts.pgbouncer) {
+      const provisioned = await cli('provision', '--all', '--env-dir', envDir);
+      if (provisioned.exitCode !== 0)
+        throw new Error(`vcon-launch provision failed (${provisioned.exitCode}):\n${String(provisioned.all).slice(-3000)}`);
+      const groups = Array.from({ length: opts.groups }, (_, g) => path.join(envDir, `g${g}.env`));
+      const users = groups.flatMap((file) => {
+        const env = readEnvFile(file);
+        const u = new URL(env.DATABASE_URL);
+        return [
+          { name: decodeURIComponent(u.username), password: decodeURIComponent(u.password) },
+          { name: env.ANALYZE_DATABASE_USER, password: env.ANALYZE_DATABASE_PASSWORD },
+        ];
+      });
+      // PostgreSQL keeps its superuser slots and the operators' reserve; PgBouncer gets the rest,
+      // two server connections per group role at most.
+      pooled = { pool_per_role: 2, max_db_connections: opts.maxConnections - 3 - 10 };
+      const server = new URL(pg.url);
+      bouncer = await startPgBouncer({
+        server: { host: server.hostname, port: Number(server.port) },
+        users,
+        poolSize: pooled.pool_per_role,
+        maxDbConnections: pooled.max_db_connections,
+        maxClientConn: opts.groups * 12 + 100,
+      });
+      for (const file of groups) {
+        const u = new URL(readEnvFile(file).DATABASE_URL);
+        setEnvVariable(file, 'DATABASE_URL', bouncer.url(decodeURIComponent(u.username), decodeURIComponent(u.password), u.pathname.slice(1)), {
+          secret: true,
+        });
+        setEnvVariable(file, 'DB_POOLER', 'pgbouncer');
+      }
+    }
     const t0 = performance.now();
     const started = await cli('start', '--all', '--env-dir', envDir, '--detach');
     const healthy_s = (performance.now() - t0) / 1000;
@@ -248,6 +292,7 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
       clients_per_group: opts.clientsPerGroup,
       seconds: opts.seconds,
       max_connections: opts.maxConnections,
+      pgbouncer: pooled,
       healthy_s,
       pool_per_group: [...new Set(status.map((s) => s.db_pool ?? NaN))],
       idle_rss_mb: summarize(idle),
@@ -264,6 +309,7 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
     };
   } finally {
     await cli('stop', '--all');
+    await bouncer?.stop().catch(() => undefined);
     await admin.unsafe(`drop role if exists "${operatorRole}"`).catch(() => undefined);
     await admin.end({ timeout: 2 }).catch(() => undefined);
     await pg.release();
@@ -273,11 +319,12 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
 
 /** The bench figures of one density run (goals of issue 15 at 50 groups). */
 export function densityFigures(r: DensityResult): Figure[] {
-  const id = (s: string) => `density.n${r.groups}.${s}`;
+  const via = r.pgbouncer ? ' through PgBouncer' : '';
+  const id = (s: string) => `density.n${r.groups}${r.pgbouncer ? '.pgbouncer' : ''}.${s}`;
   const one = (s: string, label: string, unit: string, value: number, goal?: number, note?: string) =>
     makeFigure({
       id: id(s),
-      label: `${r.groups} groups: ${label}`,
+      label: `${r.groups} groups${via}: ${label}`,
       unit,
       better: 'lower',
       rounds: [value],
@@ -290,6 +337,7 @@ export function densityFigures(r: DensityResult): Figure[] {
     one('idle_rss', 'idle RSS per instance (max)', 'MB', r.idle_rss_mb.per_group_max, 80, `total ${r.idle_rss_mb.total.toFixed(0)} MB`),
     one('rss_after', 'RSS per instance after the load (max)', 'MB', r.rss_after_mb.per_group_max, 160, `total ${r.rss_after_mb.total.toFixed(0)} MB`),
     one('other_5xx', '5xx other than database_busy', 'requests', r.other_5xx, 0, `${r.requests} requests, ${r.database_busy} database_busy`),
+    ...(r.pgbouncer ? [one('database_busy', 'database_busy answers', 'requests', r.database_busy, 0, `${r.requests} requests`)] : []),
     one('resets', 'requests without an answer (resets, timeouts)', 'requests', resets, 0, JSON.stringify(r.errors)),
     one('operator_refused', 'operator connections refused', 'tries', r.operator.refused, 0, `${r.operator.attempts} tries`),
     one('lost', 'processes lost', 'processes', r.lost_processes, 0),
@@ -308,7 +356,7 @@ export function densityMarkdown(results: DensityResult[]): string {
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...results.map(
       (r) =>
-        `| ${r.groups} | ${r.clients_per_group} | ${r.pool_per_group.join(',')} | ${f(r.healthy_s)} | ${f(r.idle_rss_mb.total)} / ${f(r.idle_rss_mb.per_group_max)} | ${r.requests} | ${Object.entries(
+        `| ${r.groups}${r.pgbouncer ? ' (PgBouncer)' : ''} | ${r.clients_per_group} | ${r.pool_per_group.join(',')} | ${f(r.healthy_s)} | ${f(r.idle_rss_mb.total)} / ${f(r.idle_rss_mb.per_group_max)} | ${r.requests} | ${Object.entries(
           r.statuses,
         )
           .map(([k, v]) => `${k}: ${v}`)
@@ -323,11 +371,18 @@ export function densityMarkdown(results: DensityResult[]): string {
     '|---|' + DENSITY_ROUTES.map(() => '---').join('|') + '|',
     ...results.map(
       (r) =>
-        `| ${r.groups} | ` +
+        `| ${r.groups}${r.pgbouncer ? ' (PgBouncer)' : ''} | ` +
         DENSITY_ROUTES.map((x) => `${r.routes[x].ok}/${r.routes[x].requests} / ${f(r.routes[x].p50_ms)} / ${f(r.routes[x].p95_ms)}`).join(' | ') +
         ' |',
     ),
     '',
+    ...results
+      .filter((r) => r.pgbouncer)
+      .slice(0, 1)
+      .map(
+        (r) =>
+          `- (PgBouncer): each group provisioned its own role, then connected through a real PgBouncer (transaction pooling, ${r.pgbouncer!.pool_per_role} server connections per role, max_db_connections ${r.pgbouncer!.max_db_connections}); the pool/group column is then the pool towards PgBouncer, and "max connections in use" counts PgBouncer's server connections.`,
+      ),
     ...results.filter((r) => r.operator.reasons.length).map((r) => `- N=${r.groups} operator refusals: ${r.operator.reasons.join('; ')}`),
   ];
   return lines.join('\n') + '\n';

@@ -20,6 +20,7 @@ import { measureSearch } from './search.js';
 import { formatDevSet, measureDevSet } from './devset.js';
 import { measureLauncher } from './launcher.js';
 import { densityFigures, densityMarkdown, runDensity, type DensityResult } from './density.js';
+import { pgbouncerInstalled } from './pgbouncer.js';
 import { measureImport } from './import.js';
 import { measureStages, stagesMarkdown, type StageBreakdown } from './stages.js';
 import { readRssMb, startFloorServer, startServer, type Child } from './processes.js';
@@ -47,6 +48,8 @@ interface Options {
   densityGroups: number[];
   densitySeconds: number;
   densityClients: number;
+  /** For each N: directly (false) and/or through PgBouncer (true). */
+  densityVia: boolean[];
   importCount: number;
 }
 
@@ -67,6 +70,10 @@ const USAGE = `Usage: npm run bench [-- options]
                      PostgreSQL with max_connections = 100 started by the bench
   --density-seconds <s>  seconds of mixed load per group count (default 60; quick 10)
   --density-clients <n>  concurrent clients per group (default 10)
+  --density-pgbouncer <direct|pgbouncer|both>
+                     groups connect to PostgreSQL directly, through a real PgBouncer the bench
+                     starts (Debian's package), or each N both ways (default: both when pgbouncer
+                     is installed)
   --import-count <n> vCon files of the import section (default 100000; quick 2000)
   --profile          run the main server under node --cpu-prof (profiles in the run directory)
   --keep             keep the schemas and the run directory
@@ -112,6 +119,11 @@ function parseOptions(argv: string[]): Options {
     }),
     densitySeconds: num('--density-seconds', quick ? 10 : 60),
     densityClients: Math.floor(num('--density-clients', 10)),
+    densityVia: (() => {
+      const v = value('--density-pgbouncer') ?? (pgbouncerInstalled ? 'both' : 'direct');
+      if (v !== 'direct' && v !== 'pgbouncer' && v !== 'both') throw new Error(`--density-pgbouncer is direct, pgbouncer or both, got "${v}"`);
+      return v === 'both' ? [false, true] : [v === 'pgbouncer'];
+    })(),
     importCount: Math.floor(num('--import-count', quick ? 2_000 : 100_000)),
   };
 }
@@ -549,18 +561,21 @@ async function main(): Promise<void> {
   const density: DensityResult[] = [];
   if (opts.sections.has('density'))
     await section('density', async () => {
-      for (const n of opts.densityGroups) {
-        log(`density: ${n} groups`);
-        const r = await runDensity({
-          groups: n,
-          seconds: opts.densitySeconds,
-          clientsPerGroup: opts.densityClients,
-          maxConnections: 100,
-          dir: path.join(runDir, `density-${n}`),
-          log,
-        });
-        density.push(r);
-        figures.push(...densityFigures(r));
+      for (const pgbouncer of opts.densityVia) {
+        for (const n of opts.densityGroups) {
+          log(`density: ${n} groups${pgbouncer ? ' through PgBouncer' : ''}`);
+          const r = await runDensity({
+            groups: n,
+            seconds: opts.densitySeconds,
+            clientsPerGroup: opts.densityClients,
+            maxConnections: 100,
+            dir: path.join(runDir, `density-${n}${pgbouncer ? '-pgbouncer' : ''}`),
+            pgbouncer,
+            log,
+          });
+          density.push(r);
+          figures.push(...densityFigures(r));
+        }
       }
     });
 

@@ -25,21 +25,24 @@ export interface SqlOptions {
   pooler?: 'none' | 'pgbouncer';
 }
 
-/** The marks scripts/patch-postgres.mjs leaves in postgres.js (a test keeps the two lists equal). */
+/** The marks scripts/patch-postgres.mjs leaves in postgres.js (a test keeps the lists equal to its patches). */
 export const DRIVER_PATCH_MARKS = ['/* vcon-launch: closed-socket guard */', '/* vcon-launch: row-count reset */'];
+/** Needed only behind PgBouncer (max_pipeline 0), so checked only there: a checkout installed before it still runs. */
+export const PGBOUNCER_PATCH_MARK = '/* vcon-launch: reserve before the pipeline check */';
 let driverChecked = false;
 
 /**
  * Refuses to run on an unpatched postgres.js (an install with scripts disabled): without the
  * patches a failed query can make the next one on its connection answer with wrong rows.
  */
-export function assertDriverPatched(): void {
-  if (driverChecked) return;
+export function assertDriverPatched(opts: { pgbouncer?: boolean } = {}): void {
+  if (driverChecked && !opts.pgbouncer) return;
   // The CommonJS entry is <root>/cjs/src/index.js; the package root is the one `import` loads too.
   const root = join(dirname(createRequire(import.meta.url).resolve('postgres')), '..', '..');
+  const marks = opts.pgbouncer ? [...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK] : DRIVER_PATCH_MARKS;
   for (const rel of ['src/connection.js', 'cjs/src/connection.js']) {
     const text = readFileSync(join(root, rel), 'utf8');
-    const missing = DRIVER_PATCH_MARKS.filter((m) => !text.includes(m));
+    const missing = marks.filter((m) => !text.includes(m));
     if (missing.length) {
       throw new Error(
         `postgres.js at ${root} is not patched (${missing.join(', ')} missing in ${rel}): ` +
@@ -64,9 +67,9 @@ export function searchPathOf(schema: string): string {
  * group's schema; `public` is never on it for another group, so a missing table fails loudly.
  */
 export function createSql(opts: SqlOptions): Sql {
-  assertDriverPatched();
-  const searchPath = searchPathOf(opts.schema);
   const pgbouncer = opts.pooler === 'pgbouncer';
+  assertDriverPatched({ pgbouncer });
+  const searchPath = searchPathOf(opts.schema);
   return postgres(opts.url, {
     max: opts.max ?? 10,
     connect_timeout: 5,
@@ -77,7 +80,14 @@ export function createSql(opts: SqlOptions): Sql {
     idle_timeout: opts.idleTimeoutS ?? 5,
     onnotice: () => {},
     transform: { undefined: null },
-    ...(pgbouncer ? { prepare: false } : {}),
+    // Behind PgBouncer: no named statements, and no pipelining. Without prepare, a query with
+    // parameters is sent as Parse/Describe/Flush and bound only after the answer; pipelined behind
+    // another query's Sync, PgBouncer hands the server back at that Sync, and the Bind lands on
+    // another client's server connection and unnamed statement (the density bench: wrong types
+    // "invalid input syntax for type uuid", and queries that never answer). max_pipeline 0 keeps
+    // one query in flight per connection (sql.begin needs the driver patch "reserve before the
+    // pipeline check" for that); the pool towards PgBouncer is cheap.
+    ...(pgbouncer ? { prepare: false, max_pipeline: 0 } : {}),
     connection: {
       application_name: opts.applicationName ?? `vcon-${opts.schema}`,
       ...(pgbouncer ? {} : { search_path: searchPath }),

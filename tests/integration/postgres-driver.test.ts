@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DRIVER_PATCH_MARKS, assertDriverPatched } from '../../src/db/client.js';
+import { DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK, assertDriverPatched } from '../../src/db/client.js';
 import { databaseUrl } from '../helpers/db.js';
 
 const run = promisify(execFile);
@@ -57,12 +57,12 @@ describe('the postgres.js patch', () => {
   };
 
   it('is applied to the postgres.js that Node loads, in both module formats', () => {
-    expect(mod.PATCHES.map((p) => p.mark)).toEqual(DRIVER_PATCH_MARKS);
+    expect(mod.PATCHES.map((p) => p.mark)).toEqual([...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK]);
     for (const rel of mod.CONNECTION_FILES) {
       const text = readFileSync(join(root, rel), 'utf8');
-      for (const mark of DRIVER_PATCH_MARKS) expect(text, `${rel} lacks ${mark}`).toContain(mark);
+      for (const mark of [...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK]) expect(text, `${rel} lacks ${mark}`).toContain(mark);
     }
-    expect(() => assertDriverPatched()).not.toThrow();
+    expect(() => assertDriverPatched({ pgbouncer: true })).not.toThrow();
   });
 
   it('runs from postinstall and ships with the package', () => {

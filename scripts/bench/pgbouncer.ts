@@ -1,4 +1,4 @@
-// A real PgBouncer (Debian's package) for tests: a free loopback port, a generated config and
+// A real PgBouncer (Debian's package) for tests and the density bench: a free loopback port, a generated config and
 // userlist, transaction pooling, run as the postgres user (PgBouncer refuses to run as root).
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -37,7 +37,11 @@ const md5Secret = (user: string, password: string) =>
 export async function startPgBouncer(opts: {
   server: { host: string; port: number };
   users: { name: string; password: string }[];
+  /** Server connections per user (each group role has its own pool). */
   poolSize: number;
+  /** Server connections of the database over all users (0: no limit). */
+  maxDbConnections?: number;
+  maxClientConn?: number;
 }): Promise<PgBouncer> {
   if (!BINARY) throw new Error('pgbouncer is not installed: apt-get install -y pgbouncer (.ci/run does)');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'vcon-pgbouncer-'));
@@ -60,7 +64,8 @@ export async function startPgBouncer(opts: {
       `auth_file = ${userlist}`,
       'pool_mode = transaction',
       `default_pool_size = ${opts.poolSize}`,
-      'max_client_conn = 500',
+      `max_db_connections = ${opts.maxDbConnections ?? 0}`,
+      `max_client_conn = ${opts.maxClientConn ?? 500}`,
       `logfile = ${log}`,
       `pidfile = ${path.join(dir, 'pgbouncer.pid')}`,
       '',
