@@ -69,6 +69,29 @@ describe('plugin hooks', () => {
     expect(reads.slice(0, 2)).toEqual(['recorder', 'second']);
   });
 
+  it('redacts lists and search results too (subjects and snippets), leaving uuids alone', async () => {
+    const vcon = {
+      subject: 'Callback wanted on +1 555 123 4567',
+      parties: [{ tel: '+15551234567', name: 'Caller' }],
+      dialog: [{ type: 'text', encoding: 'none', body: 'please ring me on +1 555 123 4567 about the zeppelin' }],
+    };
+    const { body } = await s.api('/vcons', { method: 'POST', json: vcon });
+    // The only digits a reader may see in a subject or snippet of this vCon are the number's last two.
+    const visibleDigits = (r: any) => Math.max(...[r.subject, ...r.matches.map((m: any) => m.snippet)].map((t) => (t.match(/\d/g) ?? []).length));
+    const list = await s.api('/vcons?limit=100');
+    expect(list.body.data.find((v: any) => v.uuid === body.uuid).subject).toBe('Callback wanted on +• ••• ••• ••67');
+    const ids = await s.api('/vcons?format=ids_only&limit=100');
+    expect(ids.body.data).toContain(body.uuid);
+    for (const q of ['zeppelin', '4567']) {
+      for (const kind of ['content', 'semantic', 'hybrid']) {
+        const r = await s.api(`/vcons/search/${kind}?q=${q}`);
+        const mine = r.body.results.find((x: any) => x.uuid === body.uuid);
+        if (kind !== 'semantic' || q === 'zeppelin') expect(mine, `${kind} ${q}`).toBeDefined();
+        if (mine) expect(visibleDigits(mine), `${kind} ${q}: ${JSON.stringify(mine)}`).toBeLessThanOrEqual(2);
+      }
+    }
+  });
+
   it('runs read, update, search and delete hooks', async () => {
     const { body } = await s.api('/vcons', { method: 'POST', json: { subject: 'hooks' } });
     calls().length = 0;
