@@ -15,6 +15,13 @@ beforeEach(() => {
   calls().length = 0;
 });
 
+/** Stores a vCon whose caller has the phone number +15551234567; answers the create's body. */
+async function createCaller(subject: string, extra: Record<string, unknown>) {
+  const r = await s.api('/vcons', { method: 'POST', json: { subject, parties: [{ tel: '+15551234567', name: 'Caller' }], ...extra } });
+  expect(r.status).toBe(201);
+  return r.body as { uuid: string };
+}
+
 describe('plugin hooks', () => {
   it("runs every plugin's before-hook in order and after-hooks around create", async () => {
     const r = await s.api('/vcons', { method: 'POST', json: { subject: 'plain' } });
@@ -42,12 +49,9 @@ describe('plugin hooks', () => {
   });
 
   it('redacts on every read path (get, list full, sub-resources) without changing what is stored', async () => {
-    const vcon = {
-      subject: 'Call from +1 555 123 4567',
-      parties: [{ tel: '+15551234567', name: 'Caller' }],
+    const body = await createCaller('Call from +1 555 123 4567', {
       analysis: [{ type: 'summary', vendor: 'v', body: 'Call back on +1 (555) 123-4567' }],
-    };
-    const { body } = await s.api('/vcons', { method: 'POST', json: vcon });
+    });
     const g = await s.api(`/vcons/${body.uuid}`);
     expect(g.body.vcon.parties[0].tel).toBe('+•••••••••67');
     // Identifiers and timestamps are not phone numbers.
@@ -70,12 +74,9 @@ describe('plugin hooks', () => {
   });
 
   it('redacts lists and search results too (subjects and snippets), leaving uuids alone', async () => {
-    const vcon = {
-      subject: 'Callback wanted on +1 555 123 4567',
-      parties: [{ tel: '+15551234567', name: 'Caller' }],
+    const body = await createCaller('Callback wanted on +1 555 123 4567', {
       dialog: [{ type: 'text', encoding: 'none', body: 'please ring me on +1 555 123 4567 about the zeppelin' }],
-    };
-    const { body } = await s.api('/vcons', { method: 'POST', json: vcon });
+    });
     // The only digits a reader may see in a subject or snippet of this vCon are the number's last two.
     const visibleDigits = (r: any) => Math.max(...[r.subject, ...r.matches.map((m: any) => m.snippet)].map((t) => (t.match(/\d/g) ?? []).length));
     const list = await s.api('/vcons?limit=100');
