@@ -57,7 +57,10 @@ function threadWorker(data: IndexThreadData, log: SearchLog) {
   const entry = new URL(`./index-thread.${fromSource ? 'ts' : 'js'}`, import.meta.url);
   let thread: Worker | undefined;
   let stopped = false;
+  let exited = false;
   return {
+    /** Whether the thread is there to index (else searches and waits index themselves). */
+    active: () => Boolean(thread) && !stopped && !exited,
     start() {
       if (thread) return;
       thread = fromSource
@@ -69,6 +72,7 @@ function threadWorker(data: IndexThreadData, log: SearchLog) {
         : new Worker(entry, { workerData: data });
       thread.unref();
       thread.on('error', (err) => log.warn({ err: err.message }, 'the index thread failed; searches index what they need themselves'));
+      thread.on('exit', () => (exited = true));
     },
     wake() {
       if (!stopped) thread?.postMessage('wake' satisfies IndexThreadMessage);
@@ -101,16 +105,19 @@ export function createSearch(deps: {
   const { queue, indexer, worker: local } = createIndexing({ sql, provider, log });
   const worker = deps.thread ? threadWorker(deps.thread, log) : local;
   const raw = createSearchService({ repo: createSearchRepo(sql), queue, provider, plugins });
+  // With a background indexer running, a search or wait_for only waits for it (and wakes it):
+  // requests don't open indexing transactions of their own. Without one (stopped, tools), they index.
+  const help = () => !worker.active();
   const consistent =
     <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
-      await indexer.catchUp(SEARCH_CATCH_UP_MS);
+      await indexer.catchUp(SEARCH_CATCH_UP_MS, help(), () => worker.wake());
       return fn(...args);
     };
   const service: SearchService = { ...raw, content: consistent(raw.content), semantic: consistent(raw.semantic), hybrid: consistent(raw.hybrid) };
   const writes: IndexNotifier = {
     written: () => worker.wake(),
-    awaitIndexed: (uuids) => indexer.awaitIndexed(uuids, WAIT_FOR_SEARCH_MS),
+    awaitIndexed: (uuids) => indexer.awaitIndexed(uuids, WAIT_FOR_SEARCH_MS, help()),
   };
   return {
     indexer,

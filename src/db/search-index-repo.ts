@@ -4,7 +4,8 @@
 import type { Db } from './client.js';
 import type { SearchUnit } from '../domain/derive.js';
 import type { JsonObject, VconKind } from '../domain/vcon.js';
-import { signCode, vectorToBytes } from '../embeddings/code.js';
+import { signCodeBytes, vectorToBytes } from '../embeddings/code.js';
+import { copyBinary } from './copy-binary.js';
 import type { VectorSpace } from './search-repo.js';
 import { stage, stageSync } from '../stages.js';
 
@@ -28,9 +29,6 @@ export interface VconVectors {
   units: { source: string; idx: number; vec: Float32Array }[];
   vec: Float32Array;
 }
-
-/** Rows per insert: postgres.js allows at most 65,534 parameters per statement. */
-const CHUNK = 5000;
 
 export function createSearchIndexRepo(db: Db) {
   return {
@@ -118,28 +116,56 @@ export function createSearchIndexRepo(db: Db) {
 
     /** Stores the vectors of some vCons (whose old vectors were dropped) with the vCon vector's sign code. */
     async insertVectors(space: VectorSpace, items: VconVectors[]): Promise<void> {
-      const base = { provider: space.id, model: space.model };
-      const prepared = stageSync('vectors to bytes', () => {
-        const unitRows = items.flatMap((i) =>
-          i.units.map((u) => ({ vcon_uuid: i.uuid, source: u.source, idx: u.idx, ...base, vec: vectorToBytes(u.vec) })),
-        );
-        const docRows = items.map((i) => ({
-          vcon_uuid: i.uuid,
-          ...base,
-          created_at: i.created_at,
-          units_sig: i.units_sig,
-          vec: vectorToBytes(i.vec),
-        }));
-        const codeRows = items.map((i) => ({ vcon_uuid: i.uuid, ...base, created_at: i.created_at, code: signCode(i.vec) }));
-        return { unitRows, docRows, codeRows };
-      });
-      const { unitRows, docRows, codeRows } = prepared;
-      for (let i = 0; i < unitRows.length; i += CHUNK)
-        await stage('sql: insert search_vectors', () => db`insert into search_vectors ${db(unitRows.slice(i, i + CHUNK))}`);
-      for (let i = 0; i < docRows.length; i += CHUNK)
-        await stage('sql: insert vcon_vectors', () => db`insert into vcon_vectors ${db(docRows.slice(i, i + CHUNK))}`);
-      for (let i = 0; i < codeRows.length; i += CHUNK)
-        await stage('sql: insert vcon_codes', () => db`insert into vcon_codes ${db(codeRows.slice(i, i + CHUNK))}`);
+      const prepared = stageSync('vectors to rows', () => ({
+        units: items.flatMap((i) => i.units.map((u) => [i.uuid, u.source, u.idx, space.id, space.model, vectorToBytes(u.vec)])),
+        docs: items.map((i) => [i.uuid, space.id, space.model, i.created_at, i.units_sig, vectorToBytes(i.vec)]),
+        codes: items.map((i) => [i.uuid, space.id, space.model, i.created_at, signCodeBytes(i.vec)]),
+      }));
+      // Binary COPY: each vector is its 4·d raw bytes on the wire (not hex text in bind parameters).
+      await stage('sql: copy search_vectors', () =>
+        copyBinary(
+          db,
+          'search_vectors',
+          [
+            ['vcon_uuid', 'uuid'],
+            ['source', 'text'],
+            ['idx', 'int4'],
+            ['provider', 'text'],
+            ['model', 'text'],
+            ['vec', 'bytea'],
+          ],
+          prepared.units,
+        ),
+      );
+      await stage('sql: copy vcon_vectors', () =>
+        copyBinary(
+          db,
+          'vcon_vectors',
+          [
+            ['vcon_uuid', 'uuid'],
+            ['provider', 'text'],
+            ['model', 'text'],
+            ['created_at', 'timestamptz'],
+            ['units_sig', 'text'],
+            ['vec', 'bytea'],
+          ],
+          prepared.docs,
+        ),
+      );
+      await stage('sql: copy vcon_codes', () =>
+        copyBinary(
+          db,
+          'vcon_codes',
+          [
+            ['vcon_uuid', 'uuid'],
+            ['provider', 'text'],
+            ['model', 'text'],
+            ['created_at', 'timestamptz'],
+            ['code', 'bit'],
+          ],
+          prepared.codes,
+        ),
+      );
     },
 
     /** vCons with embeddable units but no vector in the given space (after a provider change), a page at a time. */

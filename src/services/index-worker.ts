@@ -42,6 +42,8 @@ export function createIndexWorker(deps: { indexer: SearchIndexer; log: WorkerLog
   };
 
   return {
+    /** Whether the loop runs (started, not stopped). */
+    active: () => !stopped,
     start() {
       if (!stopped) return;
       stopped = false;

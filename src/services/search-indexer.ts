@@ -162,20 +162,21 @@ export function createSearchIndexer(deps: {
   }
 
   /**
-   * Indexes until nothing the filter selects is queued (failed embeddings aside), helping with
-   * SKIP LOCKED and waiting for rows other indexers hold, at most `deadlineMs`. True when done.
+   * Waits until nothing the filter selects is queued (failed embeddings aside), at most
+   * `deadlineMs`. With `help` it indexes the rows itself (SKIP LOCKED) while it waits, for an
+   * instance without a background indexer; otherwise the indexer does it. True when done.
    */
-  async function drain(filter: ClaimFilter, deadlineMs: number): Promise<boolean> {
+  async function drain(filter: ClaimFilter, deadlineMs: number, help: boolean): Promise<boolean> {
     const end = Date.now() + deadlineMs;
     for (;;) {
-      if ((await indexRound(batch, filter)) > 0) {
+      if (help && (await indexRound(batch, filter)) > 0) {
         if (Date.now() >= end) return !(await queue.pending(filter));
         continue;
       }
       if (!(await queue.pending(filter))) return true;
       if (Date.now() >= end) return false;
-      // Another indexer holds the rest: its round ends within one batch.
-      await sleep(5);
+      // An indexer holds the rest: its round ends within one batch.
+      await sleep(help ? 5 : 10);
     }
   }
 
@@ -185,22 +186,26 @@ export function createSearchIndexer(deps: {
 
     /**
      * Makes the index consistent with every write acknowledged before the call: one cheap query
-     * when the queue is empty, else indexes (or waits for) the queued rows up to now, bounded.
+     * when the queue is empty, else waits for the queued rows up to now (indexing them itself with
+     * `help`), bounded.
      */
-    async catchUp(deadlineMs: number): Promise<boolean> {
+    async catchUp(deadlineMs: number, help = true, wake?: () => void): Promise<boolean> {
       const upto = await stage('sql: queue mark', () => queue.mark());
-      return upto === null ? true : drain({ upto }, deadlineMs);
+      if (upto === null) return true;
+      // Another instance's writes: this instance's indexer would find them at its next poll.
+      wake?.();
+      return drain({ upto }, deadlineMs, help);
     },
 
-    /** Waits until the given vCons are indexed (wait_for=search), helping, at most `deadlineMs`. */
-    awaitIndexed(uuids: string[], deadlineMs: number): Promise<boolean> {
-      return drain({ uuids }, deadlineMs);
+    /** Waits until the given vCons are indexed (wait_for=search), at most `deadlineMs`. */
+    awaitIndexed(uuids: string[], deadlineMs: number, help = true): Promise<boolean> {
+      return drain({ uuids }, deadlineMs, help);
     },
 
     /** Queues stored vCons by uuid and indexes them now (deleted ones are skipped). */
     async indexVcons(uuids: string[]): Promise<void> {
       await queue.enqueue(uuids);
-      await drain({ uuids }, 60_000);
+      await drain({ uuids }, 60_000, true);
     },
 
     /**
