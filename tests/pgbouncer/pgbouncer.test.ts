@@ -6,7 +6,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
 import { migrate } from '../../src/db/migrate.js';
-import { createSql } from '../../src/db/client.js';
+import { createSql, type Sql } from '../../src/db/client.js';
+import { createSearchRepo, type RankedTerm } from '../../src/db/search-repo.js';
 import { dropGroupRoles, groupRoleNames, provisionGroupRoles } from '../../src/db/roles.js';
 import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -183,6 +184,58 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
       await Promise.all(pools.map((sql) => sql.end({ timeout: 5 })));
     }
   }, 60_000);
+
+  it('answers queries with array parameters right behind parameterless ones on the same pooled connections, as PostgreSQL does directly', async () => {
+    // The driver sends a parameterless query's successor before its answer (pipelining); without
+    // named statements that successor's Bind came after PgBouncer had given the server connection
+    // away: "malformed array literal", or no answer at all. The search repo's queries take arrays.
+    const [a] = groups;
+    const uuids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const c = await a.server.api('/vcons?wait_for=search', { method: 'POST', json: doc(`${a.marker}p${i}`) });
+      expect(c.status, JSON.stringify(c.body)).toBe(201);
+      uuids.push(c.body.uuid as string);
+    }
+    const terms: RankedTerm[] = [
+      { kind: 'word', text: `${a.marker}p1`, idf: 2, rare: true, step: 1 },
+      { kind: 'word', text: 'refund', idf: 0.5, rare: false, step: 2 },
+      { kind: 'not', text: 'zebra', idf: 1, rare: false, step: 0 },
+    ];
+    const calls = (sql: Sql) => {
+      const repo = createSearchRepo(sql);
+      return [
+        () => repo.termStats(terms, 1000, 10),
+        () => repo.present(['refund', 'zebra', 'order']),
+        () => repo.keyword(terms, {}, 10, 0, 100),
+        () => repo.keywordMatches(terms, uuids),
+        async () => [...(await repo.info(uuids)).keys()].sort(),
+        () => repo.withTags(uuids, { priority: 'high' }),
+        async () => [...(await repo.unitBodies(uuids.map((uuid) => ({ uuid, source: 'subject', idx: 0 })))).entries()].sort(),
+      ];
+    };
+    const direct = createSql({ url: databaseUrl(), schema: a.schema, max: 1 });
+    const bounced = createSql({ url: bouncer.url(a.role, a.password, dbName()), schema: a.schema, max: 3, pooler: 'pgbouncer' });
+    try {
+      const expected: unknown[] = [];
+      for (const call of calls(direct)) expected.push(await call());
+      const viaBouncer = calls(bounced);
+      const got = await Promise.race([
+        Promise.all(
+          Array.from({ length: 60 }, (_, i) =>
+            i % 2 === 0
+              ? bounced`select count(*)::int as n from vcons`.then(() => 'plain')
+              : viaBouncer[i % viaBouncer.length]().then((r) => [i % viaBouncer.length, r]),
+          ),
+        ),
+        // A lost Bind is never answered: fail with that rather than the test's timeout.
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('a query through PgBouncer got no answer in 20 s')), 20_000).unref()),
+      ]);
+      for (const r of got) if (r !== 'plain') expect((r as [number, unknown])[1]).toEqual(expected[(r as [number, unknown])[0]]);
+      expect(expected[3]).not.toEqual([]);
+    } finally {
+      await Promise.all([direct.end(), bounced.end({ timeout: 1 })]);
+    }
+  });
 
   it('refuses to serve behind PgBouncer when the role does not pin the schema', async () => {
     await expect(
