@@ -9,6 +9,12 @@ import type { Admission } from '../services/admission.js';
 export function createAdmissionGate(admission: Admission): RequestHandler {
   return (_req, res, next) => {
     admission.acquire().then((release) => {
+      // The client may have gone while the request waited for its turn: its 'close' has fired
+      // already and would never release the turn (a load generator's round end leaked the pool).
+      if (res.closed || res.socket?.destroyed !== false) {
+        release();
+        return;
+      }
       res.once('close', release);
       next();
     }, next);
