@@ -84,7 +84,9 @@ export async function prepareIdentities(
       const why = whyShared(spec, powers, opts.launcher);
       if (why) {
         if (powers.superuser && !opts.launcher.allowSharedSuperuser) {
-          const others = await otherGroupSchemas(admin, schema);
+          // Groups started together count too: neither has a schema yet when both are checked.
+          const together = specs.filter((s) => s.databaseKey === spec.databaseKey && s.config.db.schema !== schema).map((s) => s.config.db.schema);
+          const others = [...new Set([...(await otherGroupSchemas(admin, schema)), ...together])].sort();
           if (others.length) {
             throw new UserError(
               `group ${spec.name} would connect as superuser ${powers.user} to a database other groups use (schemas ${others.join(', ')}): ` +
@@ -153,21 +155,23 @@ export const PREPARE_CONCURRENCY = 4;
 
 /**
  * Runs fn over items, at most `limit` at a time. After a failure nothing new starts; the ones
- * under way finish, then the first error is thrown.
+ * under way finish, then the error of the earliest failed item is thrown.
  */
 export async function forEachBounded<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  let failed: { err: unknown } | undefined;
+  // The failure reported is the one of the earliest item, so the message names the first group in
+  // the order given whichever worker failed first (items already running are let finish).
+  const failures: { index: number; err: unknown }[] = [];
   const worker = async () => {
-    while (!failed && next < items.length) {
-      const item = items[next++];
+    while (failures.length === 0 && next < items.length) {
+      const index = next++;
       try {
-        await fn(item);
+        await fn(items[index]);
       } catch (err) {
-        failed ??= { err };
+        failures.push({ index, err });
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failed) throw failed.err;
+  if (failures.length > 0) throw failures.reduce((a, b) => (b.index < a.index ? b : a)).err;
 }

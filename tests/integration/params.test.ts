@@ -15,7 +15,17 @@ const BAD: unknown[] = ['x', 5, '', '{bad', -1, 'a\u0000b', {}];
 /** Tool arguments that are fields of their REST twin's body, not query parameters. */
 const BODY_ARGS = new Set(['manage_tag.value', 'analyze_query.query', 'analyze_query.analyze']);
 /** Valid values of the arguments a tool needs to get as far as parsing the one under test. */
-const FILL: Record<string, unknown> = { uuid: U, q: 'x', action: 'remove', key: 'k', query: 'select 1', type: 'minimal' };
+// Valid values for the other arguments, documents included, so each call fails on the bad one only.
+const FILL: Record<string, unknown> = {
+  uuid: U,
+  q: 'x',
+  action: 'remove',
+  key: 'k',
+  query: 'select 1',
+  type: 'minimal',
+  vcon: { vcon: '0.3.0', parties: [] },
+  updates: { subject: 'x' },
+};
 
 /** The error parseParams gives for `value` of one parameter, or undefined when the schema takes it. */
 function expected(schema: z.ZodType, name: string, value: unknown): { error: string; message: string } | undefined {

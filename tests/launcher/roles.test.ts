@@ -142,7 +142,7 @@ describe('a superuser shared by groups', () => {
 
   test('is refused with roles off, unless the operator opts in', async () => {
     const off = { ...cliEnv(), VCON_LAUNCH_ROLES: 'off' };
-    // The test database holds other groups' schemas (other test files): the superuser is shared.
+    // sa and sb share the database, so the superuser would be shared between them (whatever else the test database holds).
     const refused = await ws.run(['start', '--group', 'sa', '--group', 'sb', '--detach'], { env: off });
     expect(refused.exitCode).not.toBe(0);
     expect(refused.stderr).toMatch(/group sa would connect as superuser postgres to a database other groups use \(schemas [^)]+\)/);
