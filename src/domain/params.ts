@@ -9,6 +9,7 @@ import { MAX_TAG_VALUE_CHARS } from './derive.js';
 import { EXAMPLE_TYPES } from './examples.js';
 import { AppError, InvalidParameterError, ValidationError, issueDetails } from './errors.js';
 import { textProblem } from './text.js';
+import { BATCH_MAX, StoredVcon } from './responses.js';
 import { UUID_RE, Vcon } from './vcon.js';
 
 export const MAX_PAGE = 100;
@@ -409,4 +410,25 @@ export function parseListQuery(raw: unknown): ListQuery {
   const q = parseParams(ListQuery, raw);
   if (q.tags && Object.keys(q.tags).length > 0) checkPagingCap(q, TAG_PAGING_CAP, 'when filtering by tags', ' in the tag-ordered listing');
   return q;
+}
+
+/**
+ * POST /vcons/batch: 1 to BATCH_MAX vCons. The service checks each item on its own (one bad vCon
+ * must not sink the others), so parseBatch applies only this schema's array rule.
+ */
+export const BatchBody = z.array(StoredVcon).min(1).max(BATCH_MAX);
+
+/** BatchBody's own checks over items of any shape: the array rule, written once. */
+const BatchShape = z.array(z.unknown()).check(...((BatchBody.def.checks ?? []) as z.core.$ZodCheck<unknown[]>[]));
+
+/** The batch's items, or the batch's own errors (API.md: batch_empty, batch_too_large, validation_failed). */
+export function parseBatch(raw: unknown): unknown[] {
+  const r = BatchShape.safeParse(raw);
+  if (r.success) return r.data;
+  const code = r.error.issues[0]?.code;
+  if (code === 'too_small') throw new AppError(400, 'batch_empty', `The batch is empty: send 1 to ${BATCH_MAX} vCons`);
+  if (code === 'too_big') {
+    throw new AppError(400, 'batch_too_large', `The batch has ${(raw as unknown[]).length} items; at most ${BATCH_MAX} are allowed`);
+  }
+  throw new ValidationError('The batch body must be a JSON array of vCon objects', [{ path: '(root)', message: 'must be an array' }]);
 }

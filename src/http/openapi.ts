@@ -183,7 +183,7 @@ const ROUTES: Route[] = [
     summary: `Create or replace 1 to ${R.BATCH_MAX} vCons; items are independent`,
     query: P.WriteQuery,
     body: {
-      schema: z.array(R.StoredVcon).min(1).max(R.BATCH_MAX),
+      schema: P.BatchBody,
       examples: { two: { summary: 'Two example vCons', value: [EXAMPLES.minimal, EXAMPLES.chat] } },
     },
     replies: {

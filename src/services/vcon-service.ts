@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, NotFoundError, ValidationError } from '../domain/errors.js';
 import { deriveRows, isTagsAttachment } from '../domain/derive.js';
-import { parseBody, parseListQuery, VconPatch, type ListQuery } from '../domain/params.js';
-import { BATCH_MAX, DUPLICATE_IN_BATCH, type BatchItem, type BatchResult } from '../domain/responses.js';
+import { parseBatch, parseBody, parseListQuery, VconPatch, type ListQuery } from '../domain/params.js';
+import { DUPLICATE_IN_BATCH, type BatchItem, type BatchResult } from '../domain/responses.js';
 import {
   Analysis,
   Attachment,
@@ -157,19 +157,13 @@ export function createVconService(deps: VconServiceDeps) {
 
     /** Stores up to 100 independent vCons: valid items are written together in one transaction. */
     async batch(input: unknown, ctx: RequestCtx, opts?: WriteOptions): Promise<BatchResult> {
-      if (!Array.isArray(input)) {
-        throw new ValidationError('The batch body must be a JSON array of vCon objects', [{ path: '(root)', message: 'must be an array' }]);
-      }
-      if (input.length === 0) throw new AppError(400, 'batch_empty', 'The batch is empty: send 1 to 100 vCons');
-      if (input.length > BATCH_MAX) {
-        throw new AppError(400, 'batch_too_large', `The batch has ${input.length} items; at most ${BATCH_MAX} are allowed`);
-      }
+      const items = parseBatch(input);
       const results: BatchItem[] = [];
       const ready: { index: number; c: ClassifiedVcon; uuid: string }[] = [];
       const seen = new Map<string, number>();
-      for (let index = 0; index < input.length; index++) {
+      for (let index = 0; index < items.length; index++) {
         try {
-          const c = await prepareCreate(input[index], ctx);
+          const c = await prepareCreate(items[index], ctx);
           const uuid = c.uuid ?? randomUUID();
           const dup = seen.get(uuid);
           if (dup !== undefined) {
@@ -182,7 +176,8 @@ export function createVconService(deps: VconServiceDeps) {
           results[index] = { index, uuid, status: 201 };
         } catch (err) {
           if (!(err instanceof AppError)) throw err;
-          const uuid = isObject(input[index]) && typeof input[index].uuid === 'string' ? (input[index].uuid as string) : null;
+          const item = items[index];
+          const uuid = isObject(item) && typeof item.uuid === 'string' ? item.uuid : null;
           results[index] = { index, uuid, status: 400, error: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
         }
       }
@@ -210,7 +205,7 @@ export function createVconService(deps: VconServiceDeps) {
       const created = results.filter((r) => r.status === 201).length;
       const updated = results.filter((r) => r.status === 200).length;
       const failed = results.filter((r) => r.status === 400).length;
-      return { success: failed === 0, total: input.length, created, updated, failed, results };
+      return { success: failed === 0, total: items.length, created, updated, failed, results };
     },
 
     /**

@@ -248,12 +248,13 @@ describe('batch', () => {
   it('rejects a non-array, an empty batch and more than 100 items', async () => {
     const notArray = await s.api('/vcons/batch', { method: 'POST', json: { subject: 'x' } });
     expect(notArray.status).toBe(400);
-    expect(notArray.body.error).toBe('validation_failed');
+    expect(notArray.body).toMatchObject({ error: 'validation_failed', details: [{ path: '(root)', message: 'must be an array' }] });
     const empty = await s.api('/vcons/batch', { method: 'POST', json: [] });
-    expect(empty.body.error).toBe('batch_empty');
+    expect(empty.status).toBe(400);
+    expect(empty.body).toMatchObject({ error: 'batch_empty', message: 'The batch is empty: send 1 to 100 vCons' });
     const big = await s.api('/vcons/batch', { method: 'POST', json: Array.from({ length: 101 }, () => ({})) });
     expect(big.status).toBe(400);
-    expect(big.body.error).toBe('batch_too_large');
+    expect(big.body).toMatchObject({ error: 'batch_too_large', message: 'The batch has 101 items; at most 100 are allowed' });
   });
 
   it('rejects a uuid repeated within one batch, keeping the first', async () => {
