@@ -260,10 +260,17 @@ export function createSearchRepo(db: Db) {
     },
 
     /**
-     * Candidates for the exact rerank: the `n` vCons of the space whose codes are nearest the
-     * query's code in Hamming distance, with their vCon-level vectors.
+     * Candidates for the exact rerank: the vCons of the space whose codes are nearest the query's
+     * code in Hamming distance (equal distances in uuid order), the `n` after the first `skip`,
+     * with their vCon-level vectors.
      */
-    async vectorCandidates(space: VectorSpace, query: Float32Array, f: SearchFilters, n: number): Promise<{ uuid: string; vec: Float32Array }[]> {
+    async vectorCandidates(
+      space: VectorSpace,
+      query: Float32Array,
+      f: SearchFilters,
+      n: number,
+      skip = 0,
+    ): Promise<{ uuid: string; vec: Float32Array }[]> {
       const code = signCode(query);
       const rows = await db<{ uuid: string; vec: Buffer }[]>`
         select c.uuid, v.vec from (
@@ -271,7 +278,7 @@ export function createSearchRepo(db: Db) {
           from vcon_codes vv
           where vv.provider = ${space.id} and vv.model = ${space.model} ${filterSql(f, 'vv.created_at', 'vv.vcon_uuid')}
           order by distance, vv.vcon_uuid
-          limit ${n}
+          limit ${n} offset ${skip}
         ) c join vcon_vectors v on v.vcon_uuid = c.vcon_uuid`;
       return rows.map((r) => ({ uuid: r.uuid, vec: bytesToVector(r.vec) }));
     },

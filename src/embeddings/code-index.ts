@@ -84,7 +84,11 @@ export function createCodeIndex() {
       slots.delete(uuid);
     },
 
-    /** The `k` uuids nearest the query code in Hamming distance (ties in insertion order). */
+    /**
+     * The `k` uuids nearest the query code, nearest first; equal distances in uuid order (as the
+     * SQL path orders them). So the answer for `k` is the first `k` of the answer for any larger
+     * `k`, whatever order the codes were loaded in: semantic pages rely on it.
+     */
     nearest(query: Uint32Array, k: number, f: CodeFilter = {}): string[] {
       const dist = new Uint16Array(n);
       const hist = new Uint32Array(CODE_BITS + 2);
@@ -101,21 +105,15 @@ export function createCodeIndex() {
         dist[s] = d;
         hist[d]++;
       }
-      // Counting sort on the distance: the cut-off distance, then the slots below and at it.
+      // Counting sort on the distance: the cut-off distance, then the slots at or below it, sorted
+      // (those below it are fewer than k; the ones at it are usually few too).
       let cut = 0;
       let below = 0;
       while (cut <= CODE_BITS && below + hist[cut] < k) below += hist[cut++];
-      const out: string[] = [];
-      let atCut = k - below;
-      for (let s = 0; s < n; s++) {
-        const d = dist[s];
-        if (d < cut) out.push(uuids[s]);
-        else if (d === cut && atCut > 0 && cut <= CODE_BITS) {
-          out.push(uuids[s]);
-          atCut--;
-        }
-      }
-      return out;
+      const picked: number[] = [];
+      for (let s = 0; s < n; s++) if (dist[s] <= cut && dist[s] <= CODE_BITS) picked.push(s);
+      picked.sort((a, b) => dist[a] - dist[b] || (uuids[a] < uuids[b] ? -1 : uuids[a] > uuids[b] ? 1 : 0));
+      return picked.slice(0, k).map((s) => uuids[s]);
     },
   };
 }

@@ -30,7 +30,12 @@ function scaled(list: Scored[]): Map<string, number> {
   return new Map(head.map((h) => [h.uuid, hi > lo ? (h.score - lo) / (hi - lo) : 1]));
 }
 
-/** Fuses two rankings (best first) with the keyword side weighted `keywordWeight`; ties go to the keyword rank. */
+/**
+ * Fuses two rankings (best first) with the keyword side weighted `keywordWeight`. Equal scores
+ * (those below both heads score 0) go by the better of the two ranks, the keyword side first on
+ * a tie: so the fused order of the first N is the same whether the sides were read N deep or
+ * deeper (each at least FUSION_DEPTH), and pages of hybrid search neither repeat nor skip a vCon.
+ */
 export function fuseRankings(keyword: Scored[], semantic: Scored[], keywordWeight = KEYWORD_WEIGHT): Fused[] {
   const fused = new Map<string, Fused>();
   const entry = (uuid: string) => {
@@ -50,11 +55,7 @@ export function fuseRankings(keyword: Scored[], semantic: Scored[], keywordWeigh
     e.semantic_rank = i + 1;
     e.score += (1 - keywordWeight) * (s.get(h.uuid) ?? 0);
   });
-  return [...fused.values()].sort(
-    (a, b) =>
-      b.score - a.score ||
-      (a.keyword_rank ?? Infinity) - (b.keyword_rank ?? Infinity) ||
-      (a.semantic_rank ?? Infinity) - (b.semantic_rank ?? Infinity) ||
-      (a.uuid < b.uuid ? 1 : -1),
-  );
+  const best = (e: Fused) => Math.min(e.keyword_rank ?? Infinity, e.semantic_rank ?? Infinity);
+  const bySide = (e: Fused) => (e.keyword_rank === best(e) ? 0 : 1);
+  return [...fused.values()].sort((a, b) => b.score - a.score || best(a) - best(b) || bySide(a) - bySide(b) || (a.uuid < b.uuid ? 1 : -1));
 }

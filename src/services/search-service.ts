@@ -52,7 +52,7 @@ export interface SearchResponse {
 export type SearchInput = Record<string, unknown>;
 
 export { MAX_QUERY_CHARS, VECTOR_PAGING_CAP } from '../domain/params.js';
-/** vCons taken from the Hamming prefilter for the exact rerank (at least). */
+/** vCons of the first tier taken from the Hamming prefilter for the exact rerank. */
 export const MIN_CANDIDATES = 200;
 /** A tag filter matching at most this many vCons is searched in SQL through the tag index. */
 export const SELECTIVE_TAG_VCONS = 5_000;
@@ -80,7 +80,7 @@ export interface SearchServiceDeps {
   queue: Pick<IndexQueueRepo, 'stats'>;
   provider: EmbeddingProvider;
   plugins: readonly Plugin[];
-  /** Candidates for the exact rerank (default MIN_CANDIDATES, more for deep pages). */
+  /** The first tier of candidates for the exact rerank (default MIN_CANDIDATES); each next tier doubles the total. */
   candidates?: number;
   /** Tag filters matching at most this many vCons take the SQL path (default SELECTIVE_TAG_VCONS). */
   selectiveTagVcons?: number;
@@ -118,44 +118,86 @@ export function createSearchService(deps: SearchServiceDeps) {
   }
 
   /**
-   * The semantic ranking: the nearest codes (in memory, or in SQL when filtering by tags), then the
-   * exact cosine of the vCon vectors read from PostgreSQL. The vCon vector (the embedding of its
-   * whole text, search-indexer.ts) ranked better than its best unit on the development set and
-   * needs no unit vectors until the page is known.
+   * The candidates of the semantic ranking in tiers of fixed sizes: the `base` codes nearest the
+   * query's, then the next `base`, the next 2·base, and so on (in memory, or in SQL when filtering
+   * by a selective tag). Returns tier `[from, to)` of that order with the vCon vectors, and whether
+   * no codes are left after it.
    */
-  async function semanticRanked(q: SearchQuery, depth: number): Promise<SemanticHit[]> {
-    const vec = await embedQuery(q.q);
-    const n = Math.max(deps.candidates ?? MIN_CANDIDATES, depth * 3);
-    let cands: { uuid: string; vec: Float32Array }[];
+  async function candidateTiers(q: SearchQuery, vec: Float32Array, likely: number) {
     const tagged = q.tags && Object.keys(q.tags).length > 0 ? q.tags : undefined;
     const tagCount = tagged ? await countTagged(tagged) : 0;
     if (tagged && tagCount <= (deps.selectiveTagVcons ?? SELECTIVE_TAG_VCONS)) {
       // A selective tag: SQL reaches its few vCons through the tag index and compares their codes.
-      cands = await repo.vectorCandidates(space(), vec, q, n);
-    } else {
-      await codes.sync();
-      const window = { from: q.start_date?.getTime(), to: q.end_date?.getTime() };
-      let uuids: string[];
+      return async (from: number, to: number) => {
+        const cands = await repo.vectorCandidates(space(), vec, q, to - from, from);
+        return { cands, last: cands.length < to - from };
+      };
+    }
+    await codes.sync();
+    const window = { from: q.start_date?.getTime(), to: q.end_date?.getTime() };
+    // The nearest codes in order (each read scans every code): first as deep as the ranking
+    // likely reaches, deeper when a threshold or a broad tag left too few.
+    let order: string[] = [];
+    let all = false;
+    let want = 0;
+    const extend = async (to: number) => {
+      want = to;
       if (tagged) {
-        // A broad tag: take proportionally more nearest codes, keep those with the tags.
-        const widen = Math.min(codes.size, Math.ceil((n * 1.5 * codes.size) / Math.max(1, tagCount)));
-        uuids = (await repo.withTags(codes.nearest(vec, widen, window), tagged)).slice(0, n);
+        // A broad tag: proportionally more nearest codes, those with the tags kept (in order).
+        const widen = Math.min(codes.size, Math.ceil((want * 1.5 * codes.size) / Math.max(1, tagCount)));
+        const near = codes.nearest(vec, widen, window);
+        order = await repo.withTags(near, tagged);
+        all = near.length < widen || widen >= codes.size;
       } else {
-        uuids = codes.nearest(vec, n, window);
+        order = codes.nearest(vec, want, window);
+        all = order.length < want;
       }
-      cands = await repo.vconVectors(space(), uuids);
+    };
+    return async (from: number, to: number) => {
+      while (order.length < to && !all) await extend(Math.max(to, likely, want * 2));
+      const uuids = order.slice(from, to);
+      const cands = await repo.vconVectors(space(), uuids);
       // Deleted or re-embedded vCons have no vector here any more: forget them.
       if (cands.length < uuids.length) {
         const found = new Set(cands.map((c) => c.uuid));
         codes.remove(uuids.filter((u) => !found.has(u)));
       }
+      return { cands, last: all && order.length <= to };
+    };
+  }
+
+  /**
+   * The semantic ranking: the candidate tiers (candidateTiers), each ranked by the exact cosine of
+   * the vCon vectors read from PostgreSQL, one tier after the other until `depth` results, or
+   * until 3 candidates per result of the paging cap were ranked (a threshold that drops most
+   * candidates must not rank the whole group). A vCon's place depends on the query and the data
+   * only, never on the page asked for (a deeper page only ranks more tiers), so pages neither
+   * repeat nor skip a vCon. The vCon vector (the embedding of its whole text, search-indexer.ts)
+   * ranked better than its best unit on the development set and needs no unit vectors until the
+   * page is known.
+   */
+  async function semanticRanked(q: SearchQuery, depth: number): Promise<SemanticHit[]> {
+    const vec = await embedQuery(q.q);
+    const base = deps.candidates ?? MIN_CANDIDATES;
+    const tierEnd = (n: number) => {
+      let end = base;
+      while (end < n) end *= 2;
+      return end;
+    };
+    const tier = await candidateTiers(q, vec, tierEnd(depth * 3));
+    const reach = tierEnd((VECTOR_PAGING_CAP + 1) * 3);
+    const hits: SemanticHit[] = [];
+    for (let from = 0, to = base; hits.length < depth && from < reach; from = to, to *= 2) {
+      const { cands, last } = await tier(from, to);
+      hits.push(
+        ...cands
+          .map((c) => ({ uuid: c.uuid, score: dot(vec, c.vec), query: vec }))
+          .filter((h) => h.score >= q.threshold)
+          .sort((a, b) => b.score - a.score || (a.uuid < b.uuid ? 1 : -1)),
+      );
+      if (last) break;
     }
-    return cands
-      .map((c) => ({ uuid: c.uuid, score: dot(vec, c.vec) }))
-      .filter((h) => h.score >= q.threshold)
-      .sort((a, b) => b.score - a.score || (a.uuid < b.uuid ? 1 : -1))
-      .slice(0, depth)
-      .map((h) => ({ ...h, query: vec }));
+    return hits.slice(0, depth);
   }
 
   /** The units of each hit closest to the query, with a snippet around the first query word. */

@@ -67,13 +67,13 @@ describe('labelled retrieval set through the SQL path', () => {
     for (const r of rows) expect([...r.code.subarray(4)]).toEqual([...signCodeBytes(bytesToVector(r.vec))]);
     const provider = createEmbeddingProvider(configFor(t.schema));
     const wide = createSearchService({ repo: createSearchRepo(t.sql), queue: createIndexQueueRepo(t.sql), provider, plugins: [] });
-    // limit 1 → 6 candidates out of 45 vCons: the Hamming stage has to pick the right ones.
+    // A first tier of 6 candidates out of 45 vCons (limit 1 needs no more): the Hamming stage has to pick the right ones.
     const tight = createSearchService({
       repo: createSearchRepo(t.sql),
       queue: createIndexQueueRepo(t.sql),
       provider,
       plugins: [],
-      candidates: 1,
+      candidates: 6,
     });
     let same = 0;
     for (const q of set.queries) {
