@@ -20,11 +20,13 @@ import {
   statSync,
   unlinkSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { crc32 } from 'node:zlib';
+import { isAlive } from '../process.js';
 import { hash32, normalize } from './text.js';
 import { EmbeddingError } from './types.js';
 
@@ -576,10 +578,24 @@ export function convertOldCache(oldFile: string, target: string): { words: numbe
   }
 }
 
+/** A lock without a readable pid (written by hand, or by a builder of another pid namespace). */
+const LOCK_STALE_MS = 10 * 60_000;
+
+/** True when the lock's builder no longer runs (or, without a pid, the lock is older than LOCK_STALE_MS). */
+function lockAbandoned(lock: string): boolean {
+  const age = Date.now() - statSync(lock).mtimeMs;
+  const pid = Number(readFileSync(lock, 'utf8').trim());
+  // An empty lock is one whose builder has not written its pid yet: give it a moment.
+  if (Number.isInteger(pid) && pid > 0) return !isAlive(pid);
+  return age > (pid === 0 ? 10_000 : LOCK_STALE_MS);
+}
+
 /**
  * Returns the cache at `dir`, building it first when missing. One builder at a time: a lock file
  * makes other processes (every group's child starting at once) wait for the file instead of
- * each streaming the JSON. A lock older than 10 minutes is taken as abandoned.
+ * each streaming the JSON. The lock holds its builder's pid: a lock whose builder is gone (killed
+ * mid-build, e.g. a server stopped while it built) is taken over at once instead of making every
+ * process wait; one without a pid is taken as abandoned after LOCK_STALE_MS.
  */
 export async function ensureCache(
   dir: string,
@@ -594,9 +610,10 @@ export async function ensureCache(
     let fd: number | undefined;
     try {
       fd = openSync(lock, 'wx');
+      writeSync(fd, String(process.pid));
     } catch {
       try {
-        if (Date.now() - statSync(lock).mtimeMs > 10 * 60_000) unlinkSync(lock);
+        if (lockAbandoned(lock)) unlinkSync(lock);
       } catch {
         // the lock vanished meanwhile: retry at once
       }

@@ -1,6 +1,7 @@
 // The embedding building blocks without a database: the cache builder on a tiny vocabulary in the
 // package's format (no 294 MB parse in tests), the SIF encoder, hashing and the sign code.
-import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -76,6 +77,22 @@ describe('word-vector cache', () => {
     expect(new Set(files)).toEqual(new Set([path.join(dir, 'cache', cacheFileName(8))]));
     expect(builds).toEqual(['start', 'done']);
     expect(existsSync(`${files[0]}.lock`)).toBe(false);
+  });
+
+  test('a lock left by a builder that died is taken over at once (a live one is waited for: above)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'vcon-emb-'));
+    const source = writeFixture(dir);
+    const cache = path.join(dir, 'cache');
+    mkdirSync(cache);
+    const lock = path.join(cache, `${cacheFileName(8)}.lock`);
+    // The pid of a process that has exited: a builder killed mid-build.
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+    writeFileSync(lock, String(dead));
+    const builds: string[] = [];
+    const file = await ensureCache(cache, { vocab: 8, source, onBuild: ({ phase }) => builds.push(phase) });
+    expect(builds).toEqual(['start', 'done']);
+    expect(existsSync(file)).toBe(true);
+    expect(existsSync(lock)).toBe(false);
   });
 });
 
