@@ -126,12 +126,30 @@ export function createSearch(deps: {
     queue,
     start() {
       worker.start();
+      warnOtherSpaces(sql, provider, log).catch(() => undefined);
     },
     /** Stops the background work and waits for a running round (before the pool closes). */
     async stop() {
       await worker.stop();
     },
   };
+}
+
+/**
+ * Vectors of another model (a provider change, or a MODEL_VERSION bump after an upgrade) are never
+ * compared with this provider's queries: semantic search misses those vCons until the group is
+ * re-embedded. Said once at start, with the command, instead of leaving it to be noticed.
+ */
+export async function warnOtherSpaces(sql: Sql, provider: EmbeddingProvider, log: SearchLog): Promise<boolean> {
+  const missing = await createSearchIndexRepo(sql).missingVectors(provider, 1, null);
+  if (missing.length === 0) return false;
+  const other = (await createSearchRepo(sql).spaces()).filter((s) => s.provider !== provider.id || s.model !== provider.model);
+  if (other.length === 0) return false;
+  log.warn(
+    { space: { provider: provider.id, model: provider.model }, other_spaces: other },
+    'vCons embedded under another model are not found by semantic search until the group is re-embedded: ENV_FILE=env/<group>.env npm run reembed',
+  );
+  return true;
 }
 
 export interface ReembedReport {

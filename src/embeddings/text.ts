@@ -2,8 +2,12 @@
 // suffix stripper and a fast string hash. Deterministic: stored vectors depend on it, so any
 // change here must bump the model id of the providers that use it (see MODEL_VERSION).
 
-/** Bumped whenever tokenising or weighting changes, so old vectors stop matching new queries. */
-export const MODEL_VERSION = 1;
+/**
+ * Bumped whenever tokenising, weighting or what a stored vector is made of changes, so old vectors
+ * stop matching new queries and `npm run reembed` redoes them. 2: the vCon vector is the embedding
+ * of the whole text (d5bcd54), was the mean of the unit vectors.
+ */
+export const MODEL_VERSION = 2;
 
 /**
  * Function words that carry no topic. The GloVe vocabulary lacks some of them ("i", "a") and
