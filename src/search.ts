@@ -141,10 +141,12 @@ export function createSearch(deps: {
  * re-embedded. Said once at start, with the command, instead of leaving it to be noticed.
  */
 export async function warnOtherSpaces(sql: Sql, provider: EmbeddingProvider, log: SearchLog): Promise<boolean> {
-  const missing = await createSearchIndexRepo(sql).missingVectors(provider, 1, null);
-  if (missing.length === 0) return false;
-  const other = (await createSearchRepo(sql).spaces()).filter((s) => s.provider !== provider.id || s.model !== provider.model);
-  if (other.length === 0) return false;
+  const repo = createSearchRepo(sql);
+  const space = { id: provider.id, model: provider.model };
+  // Usually there is no other space: one scan of the small codes table, nothing more.
+  if (!(await repo.otherSpaces(space))) return false;
+  if ((await createSearchIndexRepo(sql).missingVectors(space, 1, null)).length === 0) return false;
+  const other = (await repo.spaces()).filter((s) => s.provider !== provider.id || s.model !== provider.model);
   log.warn(
     { space: { provider: provider.id, model: provider.model }, other_spaces: other },
     'vCons embedded under another model are not found by semantic search until the group is re-embedded: ENV_FILE=env/<group>.env npm run reembed',

@@ -352,6 +352,13 @@ export function createSearchRepo(db: Db) {
       return new Map(rows.map((r) => [`${r.uuid}/${r.source}/${r.idx}`, r.body]));
     },
 
+    /** Whether some vCon has vectors of a space other than this one (a cheap scan of the codes). */
+    async otherSpaces(space: VectorSpace): Promise<boolean> {
+      const [r] = await db<{ other: boolean }[]>`
+        select exists (select 1 from vcon_codes where provider <> ${space.id} or model <> ${space.model}) as other`;
+      return r.other;
+    },
+
     /** How many vCons have vectors, per space. */
     async spaces(): Promise<{ provider: string; model: string; vcons: number }[]> {
       return db<{ provider: string; model: string; vcons: number }[]>`
