@@ -3,6 +3,7 @@
 // matches nothing), never a 5xx, never a crash, and the stored data is unchanged afterwards.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/poll.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 let s: TestServer;
@@ -153,6 +154,13 @@ const writeReqs = (h: string): Req[] => {
 
 async function snapshot() {
   const sql = s.instance.sql;
+  // Background indexing of what was written before changes search_units: compare settled states.
+  await waitFor(
+    async () => (await sql<{ n: number }[]>`select count(*)::int as n from index_queue`)[0].n === 0,
+    30_000,
+    50,
+    'the index queue to drain',
+  );
   const [v] = await sql<
     { h: string; n: number }[]
   >`select md5(string_agg(uuid::text || doc::text, ',' order by uuid)) as h, count(*)::int as n from vcons`;

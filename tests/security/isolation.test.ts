@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOLS } from '../../src/mcp/tools.js';
 import { adminSql } from '../helpers/db.js';
+import { waitFor } from '../helpers/poll.js';
 import { connectHttp } from '../mcp/helpers.js';
 import { contentMarkers, documentFor, leaksIn, startGroup, stopGroup, type Group } from './groups.js';
 
@@ -286,6 +287,9 @@ describe("REST with the group's own key", () => {
 async function snapshot(g: Group) {
   const admin = adminSql();
   try {
+    // The group's own background indexing changes its index tables: compare settled states.
+    const queued = async () => (await admin.unsafe(`select count(*)::int as n from "${g.schema}".index_queue`))[0].n as number;
+    await waitFor(async () => (await queued()) === 0, 30_000, 50, `${g.schema}'s index queue to drain`);
     const tables = await admin<{ table_name: string }[]>`
       select table_name from information_schema.columns
       where table_schema = ${g.schema} and column_name = 'vcon_uuid' order by table_name`;
