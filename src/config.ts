@@ -146,6 +146,7 @@ export const EnvSchema = z.object({
   ANALYZE_DATABASE_PASSWORD: optionalString,
   DB_POOL_MAX: int(10, 1, 200),
   DB_IDLE_TIMEOUT_S: int(5, 1, 3600),
+  INDEX_THREAD_IDLE_S: int(30, 1, 3600),
   DB_QUEUE_TIMEOUT_MS: int(5_000, 0, 600_000),
   DB_POOLER: z
     .string()
@@ -227,6 +228,8 @@ export interface Config {
     poolMax: number;
     /** Seconds an unused pooled connection is kept before it is closed. */
     idleTimeoutS: number;
+    /** Seconds the index thread may stay without work before it is retired (with its connection). */
+    indexThreadIdleS: number;
     /** How long a request waits for a pooled connection before database_busy. */
     queueTimeoutMs: number;
     /** pgbouncer: transaction pooling in front (no startup parameters, no named prepared statements). */
@@ -312,6 +315,7 @@ export function parseConfig(env: EnvInput): Config {
       schema: e.SUPABASE_DB_SCHEMA,
       poolMax: e.DB_POOL_MAX,
       idleTimeoutS: e.DB_IDLE_TIMEOUT_S,
+      indexThreadIdleS: e.INDEX_THREAD_IDLE_S,
       queueTimeoutMs: e.DB_QUEUE_TIMEOUT_MS,
       pooler: e.DB_POOLER,
       reservedConnections: e.DB_RESERVED_CONNECTIONS < 0 ? undefined : e.DB_RESERVED_CONNECTIONS,

@@ -1,7 +1,9 @@
 // The background indexer of a server process, on a thread of its own (issue 17): indexing embeds
 // every unit of every written vCon, which on the request thread would take the CPU the writes
-// and reads need. The thread has its own pool (one connection, given back when idle) and its own
-// provider; the request thread wakes it after each acknowledged write and asks it to stop.
+// and reads need. The thread has its own pool (one connection, out of the group's DB_POOL_MAX) and
+// its own provider; the request thread starts it when there is work, wakes it after each
+// acknowledged write, and retires it once it has been idle a while (issue 15: an idle group keeps
+// neither the thread's memory nor its connection).
 import { parentPort, workerData } from 'node:worker_threads';
 import { createSql, type SqlOptions } from './db/client.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
@@ -16,11 +18,22 @@ export interface IndexThreadData {
 
 /** Messages from the request thread. */
 export type IndexThreadMessage = 'wake' | 'stop';
+/** Messages to the request thread: a round found nothing to do; the thread has stopped. */
+export type IndexThreadReport = 'idle' | 'stopped';
 
 const data = workerData as IndexThreadData;
 const log = createLogger(data.config).child({ component: 'indexer' });
 const sql = createSql(data.sql);
-const { worker } = createIndexing({ sql, provider: createEmbeddingProvider(data.config, log), log });
+const { worker } = createIndexing({
+  sql,
+  provider: createEmbeddingProvider(data.config, log),
+  log,
+  onIdle: () => parentPort!.postMessage('idle' satisfies IndexThreadReport),
+  onStuck: () => {
+    log.warn({}, 'an indexing round is stuck (a dead connection?): the index thread restarts with a fresh pool');
+    process.exit(1);
+  },
+});
 worker.start();
 parentPort!.on('message', (m: IndexThreadMessage) => {
   if (m === 'wake') worker.wake();
@@ -28,7 +41,7 @@ parentPort!.on('message', (m: IndexThreadMessage) => {
     void (async () => {
       await worker.stop();
       await sql.end({ timeout: 5 }).catch(() => undefined);
-      parentPort!.postMessage('stopped');
+      parentPort!.postMessage('stopped' satisfies IndexThreadReport);
       parentPort!.close();
     })();
 });

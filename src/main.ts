@@ -76,7 +76,8 @@ export function createServices(
   const transact = createTransactor(sql);
   const vcons = createVconService({ repo: createVconRepo(sql), transact, plugins, index: search.writes });
   search.start();
-  const admission = createAdmission({ limit: config.db.poolMax, maxWaitMs: config.db.queueTimeoutMs });
+  // Requests take turns on the request pool: DB_POOL_MAX less the index thread's connection.
+  const admission = createAdmission({ limit: config.db.poolMax - (indexThread ? (indexThread.max ?? 1) : 0), maxWaitMs: config.db.queueTimeoutMs });
   return {
     admission,
     health: createHealthService({
@@ -93,6 +94,7 @@ export function createServices(
         return { connections: r.n, index: { pending: r.pending, lag_s: Math.round(r.lag_s * 1000) / 1000, failing: r.failing } };
       },
       admission,
+      poolSize: config.db.poolMax,
       schema: config.db.schema,
       label: config.label,
       buildInfo,
@@ -186,10 +188,13 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
   }
   // The group's own role (set by vcon-launch) replaces whoever the URL names.
   url = withCredentials(url, config.db.user, config.db.password);
+  // The index thread's one connection comes out of DB_POOL_MAX (the launcher's budget counts the
+  // pool size, nothing more); with a pool of one, requests and indexing share it on this thread.
+  const indexThreadConnections = config.db.poolMax >= 2 ? 1 : 0;
   const poolOptions: SqlOptions = {
     url,
     schema: config.db.schema,
-    max: config.db.poolMax,
+    max: config.db.poolMax - indexThreadConnections,
     applicationName: applicationNameOf(config.label, config.db.schema),
     // No request may hang on a runaway statement: every statement of the pool is bounded.
     statementTimeoutMs: config.db.statementTimeoutMs,
@@ -216,8 +221,8 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       throw err;
     });
     const plugins = await loadPlugins(config.plugins, log);
-    // The index thread: one connection of its own, given back when idle (counted with the pool's by application_name).
-    services = createServices(sql, config, plugins, log, url, { ...poolOptions, max: 1 });
+    // The index thread: one connection of its own (counted with the pool's by application_name).
+    services = createServices(sql, config, plugins, log, url, indexThreadConnections ? { ...poolOptions, max: indexThreadConnections } : undefined);
     if (config.auth.required && config.rest.enabled) {
       if (config.auth.keys.length === 0 && config.auth.readOnlyKeys.length === 0) {
         log.warn('API_AUTH_REQUIRED is true but no API_KEYS are set: every authenticated route answers 503');

@@ -10,7 +10,7 @@ import type { Plugin } from './plugins/hooks.js';
 import { createSearchIndexer, type IndexRepos, type IndexTransact } from './services/search-indexer.js';
 import { createSearchService, type SearchService } from './services/search-service.js';
 import { createIndexWorker } from './services/index-worker.js';
-import type { IndexThreadData, IndexThreadMessage } from './index-thread.js';
+import type { IndexThreadData, IndexThreadMessage, IndexThreadReport } from './index-thread.js';
 import { Worker } from 'node:worker_threads';
 
 const indexRepos = (db: Db): IndexRepos => ({ index: createSearchIndexRepo(db), queue: createIndexQueueRepo(db) });
@@ -42,53 +42,118 @@ export interface IndexNotifier {
 }
 
 /** The indexer and its background worker over one pool (the request thread's, or the index thread's own). */
-export function createIndexing(deps: { sql: Sql; provider: EmbeddingProvider; log: SearchLog }) {
+export function createIndexing(deps: { sql: Sql; provider: EmbeddingProvider; log: SearchLog; onIdle?: () => void; onStuck?: () => void }) {
   const { sql, provider, log } = deps;
   const queue = createIndexQueueRepo(sql);
   const indexer = createSearchIndexer({ provider, transact: indexTransactor(sql), queue, log });
-  const worker = createIndexWorker({ indexer, log, batch: provider.inline ? 100 : 32 });
+  // A remote provider's batch may take a while; a local one embeds a batch in well under a second.
+  const worker = createIndexWorker({
+    indexer,
+    log,
+    batch: provider.inline ? 100 : 32,
+    onIdle: deps.onIdle,
+    onStuck: deps.onStuck,
+    stuckMs: provider.inline ? 20_000 : 120_000,
+  });
   return { queue, indexer, worker };
 }
 
-/** The background worker on a thread of its own: same interface as the in-process one. */
-function threadWorker(data: IndexThreadData, log: SearchLog) {
+/**
+ * The background worker on a thread of its own: same interface as the in-process one. The thread
+ * exists only while there is work: started at start() when the queue holds rows (a crash's
+ * leftovers), by a write's wake otherwise, and retired after INDEX_THREAD_IDLE_S without work.
+ */
+function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => Promise<boolean>) {
   // From the build: the compiled entry; from the sources (tests, tsx): the .ts one through tsx.
   const fromSource = import.meta.url.endsWith('.ts');
   const entry = new URL(`./index-thread.${fromSource ? 'ts' : 'js'}`, import.meta.url);
   let thread: Worker | undefined;
+  const retiring = new Set<Worker>();
+  let started = false;
   let stopped = false;
-  let exited = false;
+  let failed = false;
+  let lastWake = 0;
+  let idleSince: number | undefined;
+  let reaper: NodeJS.Timeout | undefined;
+  const idleMs = data.config.db.indexThreadIdleS * 1000;
+
+  const spawn = () => {
+    const t = fromSource
+      ? // Node 20 does not apply --import loaders to a worker's entry: register tsx, then load it.
+        new Worker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`, {
+          eval: true,
+          workerData: data,
+        })
+      : new Worker(entry, { workerData: data });
+    t.unref();
+    idleSince = undefined;
+    t.on('message', (m: IndexThreadReport) => {
+      if (m === 'idle' && t === thread) idleSince ??= Date.now();
+    });
+    t.on('error', (err) => {
+      // Searches and wait_for then index what they need themselves (active() is false).
+      failed = true;
+      log.warn({ err: err.message }, 'the index thread failed; searches index what they need themselves');
+    });
+    t.on('exit', () => {
+      retiring.delete(t);
+      if (thread !== t) return;
+      // It ended on its own (a stuck round): a fresh thread takes over what is still queued.
+      thread = undefined;
+      if (!stopped && !failed)
+        void hasPending().then(
+          (yes) => yes && !thread && !stopped && spawn(),
+          () => undefined,
+        );
+    });
+    thread = t;
+  };
+
+  /** Asks a thread to stop after its running round (at most one batch), then ends it either way. */
+  const end = async (t: Worker) => {
+    const done = new Promise<void>((resolve) => {
+      t.on('message', (m: IndexThreadReport) => m === 'stopped' && resolve());
+      t.once('exit', () => resolve());
+    });
+    t.postMessage('stop' satisfies IndexThreadMessage);
+    await Promise.race([done, new Promise((r) => setTimeout(r, 10_000).unref())]);
+    await t.terminate();
+  };
+
+  const retireIfIdle = () => {
+    const t = thread;
+    // Idle means: its last round found nothing, and no write woke it since.
+    if (!t || idleSince === undefined || lastWake >= idleSince || Date.now() - idleSince < idleMs) return;
+    thread = undefined;
+    retiring.add(t);
+    void end(t);
+  };
+
   return {
-    /** Whether the thread is there to index (else searches and waits index themselves). */
-    active: () => Boolean(thread) && !stopped && !exited,
+    /** Whether background indexing is on (else searches and waits index themselves). */
+    active: () => started && !stopped && !failed,
     start() {
-      if (thread) return;
-      thread = fromSource
-        ? // Node 20 does not apply --import loaders to a worker's entry: register tsx, then load it.
-          new Worker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`, {
-            eval: true,
-            workerData: data,
-          })
-        : new Worker(entry, { workerData: data });
-      thread.unref();
-      thread.on('error', (err) => log.warn({ err: err.message }, 'the index thread failed; searches index what they need themselves'));
-      thread.on('exit', () => (exited = true));
+      if (started) return;
+      started = true;
+      reaper = setInterval(retireIfIdle, Math.min(5_000, idleMs)).unref();
+      // Rows left by a crash (or written while no thread ran) are indexed without waiting for a write.
+      hasPending().then(
+        (yes) => yes && !thread && !stopped && !failed && spawn(),
+        (err: Error) => log.warn({ err: err.message }, 'could not read the index queue at start'),
+      );
     },
     wake() {
-      if (!stopped) thread?.postMessage('wake' satisfies IndexThreadMessage);
+      lastWake = Date.now();
+      if (!started || stopped || failed) return;
+      if (!thread) spawn();
+      else thread.postMessage('wake' satisfies IndexThreadMessage);
     },
     async stop() {
       stopped = true;
-      const t = thread;
-      if (!t) return;
-      const done = new Promise<void>((resolve) => {
-        t.once('message', () => resolve());
-        t.once('exit', () => resolve());
-      });
-      t.postMessage('stop' satisfies IndexThreadMessage);
-      // A round in progress ends first (at most one batch); then the thread is gone either way.
-      await Promise.race([done, new Promise((r) => setTimeout(r, 10_000).unref())]);
-      await t.terminate();
+      if (reaper) clearInterval(reaper);
+      const all = [...(thread ? [thread] : []), ...retiring];
+      thread = undefined;
+      await Promise.all(all.map(end));
     },
   };
 }
@@ -103,7 +168,8 @@ export function createSearch(deps: {
 }) {
   const { sql, provider, plugins, log } = deps;
   const { queue, indexer, worker: local } = createIndexing({ sql, provider, log });
-  const worker = deps.thread ? threadWorker(deps.thread, log) : local;
+  const hasPending = async () => (await sql<{ yes: boolean }[]>`select exists (select 1 from index_queue) as yes`)[0].yes;
+  const worker = deps.thread ? threadWorker(deps.thread, log, hasPending) : local;
   const raw = createSearchService({ repo: createSearchRepo(sql), queue, provider, plugins });
   // With a background indexer running, a search or wait_for only waits for it (and wakes it):
   // requests don't open indexing transactions of their own. Without one (stopped, tools), they index.

@@ -6,9 +6,9 @@ import type { Admission } from './admission.js';
 export type HealthState = 'healthy' | 'busy' | 'unhealthy';
 
 export interface PoolReport {
-  /** The pool size (DB_POOL_MAX, or what the launcher's connection budget gave this group). */
+  /** The group's connections (DB_POOL_MAX, or what the launcher's connection budget gave this group). */
   size: number;
-  /** Requests using the pool now. */
+  /** Requests using the pool now (at most size less the index thread's one connection). */
   in_use: number;
   /** Requests waiting for a connection now. */
   waiting: number;
@@ -49,6 +49,8 @@ export function createHealthService(deps: {
   /** Resolves with the number of server connections this instance holds and the index queue. */
   ping: () => Promise<PingResult>;
   admission: Admission;
+  /** DB_POOL_MAX: the request pool and the index thread's connection together (default: the admission size). */
+  poolSize?: number;
   schema: string;
   label: string | null;
   buildInfo: BuildInfo;
@@ -75,7 +77,8 @@ export function createHealthService(deps: {
   return {
     async check(): Promise<HealthReport> {
       const { state, ping } = await probe();
-      const { size, in_use, waiting } = deps.admission.stats();
+      const { size: turns, in_use, waiting } = deps.admission.stats();
+      const size = deps.poolSize ?? turns;
       return {
         state,
         healthy: state === 'healthy',

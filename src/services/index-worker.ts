@@ -8,7 +8,21 @@ interface WorkerLog {
 }
 
 /** `stop()` ends the loop and waits for the running round. */
-export function createIndexWorker(deps: { indexer: SearchIndexer; log: WorkerLog; batch: number; idleMs?: number }) {
+export function createIndexWorker(deps: {
+  indexer: SearchIndexer;
+  log: WorkerLog;
+  batch: number;
+  idleMs?: number;
+  /** Called after a round that found nothing to index (the index thread reports it, to be retired when idle). */
+  onIdle?: () => void;
+  /**
+   * Called when a round has not settled after `stuckMs`: a query on a connection that died under it
+   * (seen across PostgreSQL restarts) can stay pending for good. The index thread then ends itself
+   * and is replaced with a fresh pool.
+   */
+  onStuck?: () => void;
+  stuckMs?: number;
+}) {
   const { indexer, log, batch } = deps;
   // Writes of other instances (and rows left by a crash) are found within this interval.
   const idleMs = deps.idleMs ?? 250;
@@ -30,7 +44,13 @@ export function createIndexWorker(deps: { indexer: SearchIndexer; log: WorkerLog
     let n = 0;
     try {
       running = indexer.indexRound(batch);
-      n = await running;
+      const watchdog = deps.onStuck ? untracked(() => setTimeout(deps.onStuck!, deps.stuckMs ?? 20_000)) : undefined;
+      watchdog?.unref();
+      try {
+        n = await running;
+      } finally {
+        if (watchdog) clearTimeout(watchdog);
+      }
     } catch (err) {
       // The pool closed under a worker nobody stopped: nothing more to index in this process.
       if ((err as { code?: string }).code === 'CONNECTION_ENDED') stopped = true;
@@ -38,6 +58,7 @@ export function createIndexWorker(deps: { indexer: SearchIndexer; log: WorkerLog
     } finally {
       running = undefined;
     }
+    if (n === 0 && !woken) deps.onIdle?.();
     if (!stopped) schedule(n > 0 || woken ? 0 : idleMs);
   };
 
