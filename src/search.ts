@@ -60,8 +60,8 @@ export function createIndexing(deps: { sql: Sql; provider: EmbeddingProvider; lo
 
 /**
  * The background worker on a thread of its own: same interface as the in-process one. The thread
- * exists only while there is work: started at start() when the queue holds rows (a crash's
- * leftovers), by a write's wake otherwise, and retired after INDEX_THREAD_IDLE_S without work.
+ * exists while there is work: started at start() (draining a crash's leftovers), retired after
+ * INDEX_THREAD_IDLE_S without work, and started again by the next write's wake.
  */
 function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => Promise<boolean>) {
   // From the build: the compiled entry; from the sources (tests, tsx): the .ts one through tsx.
@@ -136,11 +136,10 @@ function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => P
       if (started) return;
       started = true;
       reaper = setInterval(retireIfIdle, Math.min(5_000, idleMs)).unref();
-      // Rows left by a crash (or written while no thread ran) are indexed without waiting for a write.
-      hasPending().then(
-        (yes) => yes && !thread && !stopped && !failed && spawn(),
-        (err: Error) => log.warn({ err: err.message }, 'could not read the index queue at start'),
-      );
+      // The first thread drains rows left by a crash without waiting for a write; like any, it is
+      // retired once idle. (Asking the queue first, on the pool's first connection, left postgres.js
+      // with an unhandled rejection of its type fetch when the database later went away.)
+      spawn();
     },
     wake() {
       lastWake = Date.now();

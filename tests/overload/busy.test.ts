@@ -95,7 +95,13 @@ describe('PostgreSQL refusing a connection for capacity (53300)', () => {
     u.username = role;
     u.password = password;
     roleUrl = u.toString();
-    s = await startTestServer({ DATABASE_URL: roleUrl, SUPABASE_DB_SCHEMA: t.schema, DB_POOL_MAX: '2', DB_IDLE_TIMEOUT_S: '1' });
+    s = await startTestServer({
+      DATABASE_URL: roleUrl,
+      SUPABASE_DB_SCHEMA: t.schema,
+      DB_POOL_MAX: '2',
+      DB_IDLE_TIMEOUT_S: '1',
+      INDEX_THREAD_IDLE_S: '1',
+    });
   });
   afterAll(async () => {
     await s?.close();
@@ -115,7 +121,7 @@ describe('PostgreSQL refusing a connection for capacity (53300)', () => {
 
   it('answers database_busy (not database_unavailable) and recovers when a slot frees', async () => {
     expect((await s.api('/vcons')).status).toBe(200);
-    // Idle connections go back after DB_IDLE_TIMEOUT_S: the group holds none while idle.
+    // Idle connections go back after DB_IDLE_TIMEOUT_S (the index thread's after INDEX_THREAD_IDLE_S): none while idle.
     await waitFor(async () => (await roleConnections()) === 0, 20_000, 100);
     const squatter = postgres(roleUrl, { max: 1, onnotice: () => {} });
     try {

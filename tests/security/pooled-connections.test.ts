@@ -12,8 +12,9 @@ const uuidOf = (i: number) => `cccccccc-0000-4000-8000-${String(i).padStart(12, 
 const subjectOf = (i: number) => `pooled check ${i} ${'xyzzy'.repeat((i % 3) + 1)}`;
 
 beforeAll(async () => {
-  // A small pool, so the failing queries and the requests share connections.
-  s = await startTestServer({ DB_POOL_MAX: '3' });
+  // A small pool, so the failing queries and the requests share connections: three for requests,
+  // one for the index thread.
+  s = await startTestServer({ DB_POOL_MAX: '4' });
   const items = Array.from({ length: N }, (_, i) => ({
     uuid: uuidOf(i),
     created_at: new Date(Date.UTC(2025, 0, 1 + i, 12)).toISOString(),
