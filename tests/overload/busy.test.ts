@@ -125,7 +125,17 @@ describe('PostgreSQL refusing a connection for capacity (53300)', () => {
     await waitFor(async () => (await roleConnections()) === 0, 20_000, 100);
     const squatter = postgres(roleUrl, { max: 1, onnotice: () => {} });
     try {
-      await squatter`select 1`;
+      // The role's one slot: the index thread may still be starting up and take it first; it gives
+      // it back once retired (INDEX_THREAD_IDLE_S), so the squatter retries until it holds it.
+      await waitFor(
+        () =>
+          squatter`select 1`.then(
+            () => true,
+            () => false,
+          ),
+        20_000,
+        100,
+      );
       expectBusy(await s.api('/vcons'));
       const h = await s.api('/health', { key: null });
       expect(h.status).toBe(503);
