@@ -5,20 +5,29 @@ import type { Db } from './client.js';
 import type { SearchUnit } from '../domain/derive.js';
 import type { JsonObject, VconKind } from '../domain/vcon.js';
 import { signCodeBytes, vectorToBytes } from '../embeddings/code.js';
-import { copyBinary } from './copy-binary.js';
+import { copyBinary, type CopyValue } from './copy-binary.js';
 import type { VectorSpace } from './search-repo.js';
 import { stage, stageSync } from '../stages.js';
 
 /**
- * The per-vCon ranking tsvector, one weight per source (subject A, party B, analysis C, dialog and
- * attachment D, as search_units). Units are joined with stop words in between: stop words take
- * positions, so a phrase never matches across two units. Keep in step with migration 0012.
+ * The per-vCon ranking tsvector is one weight per source (subject A, party B, analysis C, dialog and
+ * attachment D, as a unit's tsvector in keywordMatches). Units are joined with stop words in
+ * between: stop words take positions, so a phrase never matches across two units.
  */
 const UNIT_GAP = ' . the the the . ';
-const weighted = (db: Db, source: 'subject' | 'party' | 'analysis' | 'dialog', weight: 'A' | 'B' | 'C' | 'D') =>
-  source === 'dialog'
-    ? db`setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${UNIT_GAP} order by su.source, su.idx) filter (where su.source in ('dialog', 'attachment')), ''), 200000)), ${weight}::"char")`
-    : db`setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${UNIT_GAP} order by su.idx) filter (where su.source = ${source}), ''), 200000)), ${weight}::"char")`;
+const WEIGHT_OF: Record<SearchUnit['source'], number> = { subject: 0, party: 1, analysis: 2, dialog: 3, attachment: 3 };
+
+/**
+ * The four texts of a vCon's ranking tsvector (A, B, C, D), each its units joined in index order;
+ * D holds the attachments, then the dialogs (what string_agg ordered by source, idx made of the
+ * stored units before migration 0003, so the tsvectors of re-indexed vCons are unchanged).
+ */
+export function weightTexts(units: SearchUnit[]): [string, string, string, string] {
+  const sorted = [...units].sort((a, b) => (a.source === b.source ? a.idx - b.idx : a.source < b.source ? -1 : 1));
+  const parts: string[][] = [[], [], [], []];
+  for (const u of sorted) parts[WEIGHT_OF[u.source]].push(u.body);
+  return parts.map((p) => p.join(UNIT_GAP)) as [string, string, string, string];
+}
 
 /** The vectors of one vCon in one space, ready to store. */
 export interface VconVectors {
@@ -42,35 +51,47 @@ export function createSearchIndexRepo(db: Db) {
       );
     },
 
-    /** Replaces the search units of some vCons (their unit tsvectors are generated columns). */
+    /** Replaces the search units of some vCons (one binary COPY: no JSON to build and parse). */
     async writeUnits(items: { uuid: string; units: SearchUnit[] }[]): Promise<void> {
       if (items.length === 0) return;
       const uuids = items.map((i) => i.uuid);
-      const rows = items.flatMap((i) => i.units.map((u) => ({ vcon_uuid: i.uuid, source: u.source, idx: u.idx, body: u.body })));
-      // Two statements: a CTE's delete may run after the insert of the same statement.
+      const rows = items.flatMap((i) => i.units.map((u): CopyValue[] => [i.uuid, u.source, u.idx, u.body]));
+      // Delete, then append: COPY only appends.
       await stage('sql: delete search_units', () => db`delete from search_units where vcon_uuid = any(${uuids}::uuid[])`);
-      if (rows.length === 0) return;
-      await stage(
-        'sql: insert search_units',
-        () => db`
-        insert into search_units (vcon_uuid, source, idx, body)
-        select * from json_to_recordset(${rows as never}::json) as x(vcon_uuid uuid, source text, idx int, body text)`,
+      await stage('sql: copy search_units', () =>
+        copyBinary(
+          db,
+          'search_units',
+          [
+            ['vcon_uuid', 'uuid'],
+            ['source', 'text'],
+            ['idx', 'int4'],
+            ['body', 'text'],
+          ],
+          rows,
+        ),
       );
     },
 
-    /** Rewrites the per-vCon ranking tsvector of some vCons from their (already written) units. */
-    async writeSearchDocs(uuids: string[]): Promise<void> {
-      if (uuids.length === 0) return;
-      await stage('sql: delete vcon_search', () => db`delete from vcon_search where vcon_uuid = any(${uuids}::uuid[])`);
+    /**
+     * Rewrites the per-vCon ranking tsvector of some vCons from their units, sent as the four texts
+     * of its weights: each text goes through to_tsvector once (vCons without units get no row).
+     */
+    async writeSearchDocs(items: { uuid: string; units: SearchUnit[] }[]): Promise<void> {
+      if (items.length === 0) return;
+      await stage('sql: delete vcon_search', () => db`delete from vcon_search where vcon_uuid = any(${items.map((i) => i.uuid)}::uuid[])`);
+      const rows = items.filter((i) => i.units.length > 0).map((i) => ({ uuid: i.uuid, texts: weightTexts(i.units) }));
+      if (rows.length === 0) return;
+      const col = (k: number) => rows.map((r) => r.texts[k]);
       await stage(
         'sql: insert vcon_search',
         () => db`
         insert into vcon_search (vcon_uuid, created_at, tsv)
-        select su.vcon_uuid, v.created_at,
-          ${weighted(db, 'subject', 'A')} || ${weighted(db, 'party', 'B')} || ${weighted(db, 'analysis', 'C')} || ${weighted(db, 'dialog', 'D')}
-        from search_units su join vcons v on v.uuid = su.vcon_uuid
-        where su.vcon_uuid = any(${uuids}::uuid[])
-        group by su.vcon_uuid, v.created_at`,
+        select v.uuid, v.created_at,
+          setweight(to_tsvector('english', left(x.a, 200000)), 'A') || setweight(to_tsvector('english', left(x.b, 200000)), 'B')
+            || setweight(to_tsvector('english', left(x.c, 200000)), 'C') || setweight(to_tsvector('english', left(x.d, 200000)), 'D')
+        from unnest(${rows.map((r) => r.uuid)}::uuid[], ${col(0)}::text[], ${col(1)}::text[], ${col(2)}::text[], ${col(3)}::text[]) as x(u, a, b, c, d)
+        join vcons v on v.uuid = x.u`,
       );
     },
 
@@ -122,21 +143,23 @@ export function createSearchIndexRepo(db: Db) {
         codes: items.map((i) => [i.uuid, space.id, space.model, i.created_at, signCodeBytes(i.vec)]),
       }));
       // Binary COPY: each vector is its 4·d raw bytes on the wire (not hex text in bind parameters).
-      await stage('sql: copy search_vectors', () =>
-        copyBinary(
-          db,
-          'search_vectors',
-          [
-            ['vcon_uuid', 'uuid'],
-            ['source', 'text'],
-            ['idx', 'int4'],
-            ['provider', 'text'],
-            ['model', 'text'],
-            ['vec', 'bytea'],
-          ],
-          prepared.units,
-        ),
-      );
+      // A local provider stores no unit vectors (search-indexer.ts).
+      if (prepared.units.length > 0)
+        await stage('sql: copy search_vectors', () =>
+          copyBinary(
+            db,
+            'search_vectors',
+            [
+              ['vcon_uuid', 'uuid'],
+              ['source', 'text'],
+              ['idx', 'int4'],
+              ['provider', 'text'],
+              ['model', 'text'],
+              ['vec', 'bytea'],
+            ],
+            prepared.units,
+          ),
+        );
       await stage('sql: copy vcon_vectors', () =>
         copyBinary(
           db,

@@ -3,6 +3,7 @@
 // in embedding-queue-repo.ts.
 import type { Db } from './client.js';
 import { bytesToVector, signCode } from '../embeddings/code.js';
+import type { SearchUnit } from '../domain/derive.js';
 
 /** Filters every search accepts (API.md "Search"). */
 export interface SearchFilters {
@@ -78,6 +79,13 @@ const EXACT_COUNT_BELOW = 20_000;
 const HEADLINE_OPTS = 'MaxWords=28, MinWords=8, ShortWord=2, MaxFragments=2, FragmentDelimiter=" … ", StartSel=**, StopSel=**';
 /** Text handed to ts_headline: its cost grows with the body, and a snippet needs only the start. */
 const HEADLINE_CHARS = 30_000;
+
+/**
+ * A unit's tsvector, weighted by its source (subject A, party B, analysis C, dialog and attachment
+ * D): the expression of the generated column search_units.tsv had (0001_baseline, dropped in 0003).
+ */
+const unitTsv = (db: Db) =>
+  db`setweight(to_tsvector('english'::regconfig, su.body), (case su.source when 'subject' then 'A' when 'party' then 'B' when 'analysis' then 'C' else 'D' end)::"char")`;
 
 export function createSearchRepo(db: Db) {
   /**
@@ -230,13 +238,18 @@ export function createSearchRepo(db: Db) {
           cross join lateral (select ${termQuery(db)} as q) x
           where numnode(x.q) > 0
         ),
+        -- The unit tsvectors are made here, for the page's few units only (read by primary key),
+        -- not stored: the indexing rounds wrote one for every unit (migration 0003). Materialized,
+        -- so each is made once and not again for every use below.
+        units as materialized (
+          select su.vcon_uuid, su.source, su.idx, su.body, ${unitTsv(db)} as tsv
+          from search_units su where su.vcon_uuid = any(${uuids}::uuid[])
+        ),
         ranked as (
           select su.vcon_uuid, su.source, su.idx, su.body, ts_rank_cd(su.tsv, q.query, 32) as rank,
                  row_number() over (partition by su.vcon_uuid order by ts_rank_cd(su.tsv, q.query, 32) desc, su.source, su.idx) as n
-          from search_units su, q
-          -- Through the primary key: the page's few units are tested one by one (coalesce keeps
-          -- the planner from also walking the GIN postings of common words, ~5 ms at 100k).
-          where su.vcon_uuid = any(${uuids}::uuid[]) and coalesce(su.tsv @@ q.query, false)
+          from units su, q
+          where su.tsv @@ q.query
         )
         select r.vcon_uuid::text as uuid, r.source, r.idx, r.rank::float8 as rank,
                ts_headline('english', left(r.body, ${HEADLINE_CHARS}), q.query, ${HEADLINE_OPTS}) as snippet
@@ -332,13 +345,20 @@ export function createSearchRepo(db: Db) {
       return rows.map((r) => ({ uuid: r.uuid, vec: bytesToVector(r.vec) }));
     },
 
-    /** Unit vectors of the given vCons, in one space. */
+    /** Stored unit vectors of the given vCons, in one space (a remote provider's; local ones embed at query time). */
     async unitVectors(space: VectorSpace, uuids: string[]): Promise<UnitVector[]> {
       if (uuids.length === 0) return [];
       const rows = await db<{ uuid: string; source: string; idx: number; vec: Buffer }[]>`
         select vcon_uuid::text as uuid, source, idx, vec from search_vectors
         where vcon_uuid = any(${uuids}::uuid[]) and provider = ${space.id} and model = ${space.model}`;
       return rows.map((r) => ({ uuid: r.uuid, source: r.source, idx: r.idx, vec: bytesToVector(r.vec) }));
+    },
+
+    /** The search units of some vCons, whole (a local provider embeds them for semantic matches). */
+    async units(uuids: string[]): Promise<{ uuid: string; source: SearchUnit['source']; idx: number; body: string }[]> {
+      if (uuids.length === 0) return [];
+      return db<{ uuid: string; source: SearchUnit['source']; idx: number; body: string }[]>`
+        select vcon_uuid::text as uuid, source, idx, body from search_units where vcon_uuid = any(${uuids}::uuid[])`;
     },
 
     /** Bodies of some units (for snippets of semantic matches), cut to `chars`. */

@@ -49,7 +49,7 @@ export const unitsSig = (units: SearchUnit[]) =>
  * The units that get a vector. Party names and addresses carry no meaning for an embedding (a
  * generic "Customer" unit matched everything); keyword search covers them.
  */
-export const embeddableUnits = (units: SearchUnit[]) => units.filter((u) => u.source !== 'party');
+export const embeddableUnits = <U extends Pick<SearchUnit, 'source'>>(units: U[]) => units.filter((u) => u.source !== 'party');
 
 /**
  * The text the vCon vector is made from: all its embeddable units as one text, so the words of the
@@ -108,8 +108,10 @@ export function createSearchIndexer(deps: {
     if (todo.length === 0) return 0;
     await r.index.dropVectors(todo.map((i) => i.uuid));
     const units = todo.map((i) => embeddableUnits(i.units));
-    // Per vCon with units: each unit's text (unit matches, snippets), then the whole text.
-    const texts = units.flatMap((u) => (u.length === 0 ? [] : [...u.map((x) => x.body), wholeText(u)]));
+    // Per vCon with units: each unit's text (unit matches, snippets), then the whole text. A local
+    // provider stores no unit vectors: searches embed the units of their page (semanticMatches).
+    const perUnit = !provider.inline;
+    const texts = units.flatMap((u) => (u.length === 0 ? [] : [...(perUnit ? u.map((x) => x.body) : []), wholeText(u)]));
     let vectors: Float32Array[] = [];
     try {
       if (texts.length > 0) vectors = await stage('embed', () => embedYielding(texts));
@@ -120,7 +122,7 @@ export function createSearchIndexer(deps: {
     let k = 0;
     todo.forEach((item, n) => {
       if (units[n].length === 0) return;
-      const unitVecs = units[n].map((u) => ({ source: u.source, idx: u.idx, vec: vectors[k++] }));
+      const unitVecs = perUnit ? units[n].map((u) => ({ source: u.source, idx: u.idx, vec: vectors[k++] })) : [];
       out.push({ uuid: item.uuid, created_at: item.created_at, units_sig: unitsSig(item.units), units: unitVecs, vec: vectors[k++] });
     });
     await r.index.insertVectors(provider, out);
@@ -148,7 +150,7 @@ export function createSearchIndexer(deps: {
         ),
       );
       await r.index.writeUnits(items);
-      await r.index.writeSearchDocs(uuids);
+      await r.index.writeSearchDocs(items);
       try {
         await embedVcons(r, items);
         await r.queue.remove(uuids);

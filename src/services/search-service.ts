@@ -4,7 +4,7 @@ import { AppError } from '../domain/errors.js';
 import { checkPagingCap, parseParams, SearchQuery as KeywordParams, VECTOR_PAGING_CAP, VectorSearchQuery } from '../domain/params.js';
 import { runHook, type Plugin, type SearchCriteria } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
-import type { MatchRow, SearchFilters, SearchRepo } from '../db/search-repo.js';
+import type { MatchRow, SearchFilters, SearchRepo, UnitVector } from '../db/search-repo.js';
 import type { IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
 import { dot } from '../embeddings/text.js';
@@ -12,6 +12,7 @@ import { createCodeCache } from './search-code-cache.js';
 import { CORRECTED_KEYWORD_WEIGHT, fuseRankings, KEYWORD_WEIGHT } from './search-fusion.js';
 import { clipSnippet, windowSnippet } from './search-snippets.js';
 import { createKeywordRanker, type KeywordPlan } from './search-keyword.js';
+import { embeddableUnits } from './search-indexer.js';
 
 export type SearchKind = 'content' | 'semantic' | 'hybrid';
 
@@ -200,13 +201,23 @@ export function createSearchService(deps: SearchServiceDeps) {
     return hits.slice(0, depth);
   }
 
+  /**
+   * Vectors of the embeddable units of some vCons. A local provider embeds the page's units now
+   * (a few hundred texts, the same vectors as at indexing): storing a vector for every unit of
+   * every vCon cost each indexing round more than the page's embed costs a search (issue 17). A
+   * remote provider's were stored by the indexer: a call to its API in every search would cost more.
+   */
+  async function unitVectors(uuids: string[]): Promise<UnitVector[]> {
+    if (!provider.inline) return repo.unitVectors(space(), uuids);
+    const units = embeddableUnits(await repo.units(uuids));
+    const vecs = await provider.embed(units.map((u) => u.body));
+    return units.map((u, i) => ({ uuid: u.uuid, source: u.source, idx: u.idx, vec: vecs[i] }));
+  }
+
   /** The units of each hit closest to the query, with a snippet around the first query word. */
   async function semanticMatches(q: string, hits: SemanticHit[], threshold: number): Promise<Map<string, SearchMatch[]>> {
     if (hits.length === 0) return new Map();
-    const units = await repo.unitVectors(
-      space(),
-      hits.map((h) => h.uuid),
-    );
+    const units = await unitVectors(hits.map((h) => h.uuid));
     const qv = hits[0].query;
     const byVcon = new Map<string, { source: string; idx: number; score: number }[]>();
     for (const u of units) {

@@ -38,7 +38,7 @@ describe("analyze cannot exfiltrate another group's data", () => {
   it.each([
     [
       'ts_stat running SQL text',
-      (s: string) => `select (select string_agg(word, ',') from ts_stat('select tsv from "${s}".search_units'))::int`,
+      (s: string) => `select (select string_agg(word, ',') from ts_stat('select tsv from "${s}".vcon_search'))::int`,
       'ts_stat',
     ],
     [

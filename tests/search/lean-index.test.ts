@@ -1,0 +1,175 @@
+// Leaner indexing rounds (issue 17, migration 0003): no stored unit tsvector (keywordMatches makes
+// the page's), no stored unit vectors for a local provider (semanticMatches embeds the page's
+// units), and the ranking tsvector made from the units' texts sent as parameters. Results and
+// matches must be what the stored columns gave. Real PostgreSQL, a schema per case.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import { createServices } from '../../src/main.js';
+import { createSql } from '../../src/db/client.js';
+import { loadMigrations, migrate } from '../../src/db/migrate.js';
+import { createEmbeddingProvider } from '../../src/embeddings/index.js';
+import { dot } from '../../src/embeddings/text.js';
+import { internalCtx } from '../../src/services/context.js';
+import { createTestSchema, databaseUrl, adminSql, testSchemaName, type TestSchema } from '../helpers/db.js';
+import { buildVcon } from './builders.js';
+
+const configFor = (schema: string) => parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, LOG_LEVEL: 'silent' });
+
+/** A vCon with units of every source, several of some (the order of units in a weight matters). */
+const rich = () =>
+  buildVcon({
+    subject: 'Broken kettle refund',
+    parties: [{ name: 'Ottoline Brisk', mailto: 'ottoline@example.org' }, { name: 'Agent Pim' }],
+    turns: [
+      'My kettle stopped heating after two days and the switch light flickers.',
+      'Sorry to hear that. Is the base plugged in firmly?',
+      'Yes, I tried another socket and the kettle still will not boil water.',
+    ],
+    analysis: [
+      { type: 'summary', body: 'Customer wants a refund for a faulty kettle.', encoding: 'none' },
+      { type: 'sentiment', body: 'frustrated but polite', encoding: 'none' },
+    ],
+    attachments: [
+      { purpose: 'notes', mediatype: 'text/plain', encoding: 'none', body: 'Receipt shows purchase at the Leeds store.' },
+      { purpose: 'notes', mediatype: 'text/plain', encoding: 'none', body: 'Warranty card enclosed with the kettle.' },
+    ],
+  });
+
+describe('indexing without stored unit tsvectors and local unit vectors', () => {
+  let t: TestSchema;
+  beforeAll(async () => {
+    t = await createTestSchema('lean_index');
+  });
+  afterAll(() => t?.drop());
+
+  test('the ranking tsvector equals the aggregate of the stored units it was made from before', async () => {
+    const services = createServices(t.sql, configFor(t.schema));
+    await services.stop();
+    const v = rich();
+    await services.vcons.create(v, internalCtx, { waitFor: 'search' });
+    // The statement that wrote vcon_search before migration 0003, over the stored units.
+    const gap = ' . the the the . ';
+    const [r] = await t.sql<{ same: boolean; lexemes: number }[]>`
+      with old as (
+        select
+          setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${gap} order by su.idx) filter (where su.source = 'subject'), ''), 200000)), 'A')
+          || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${gap} order by su.idx) filter (where su.source = 'party'), ''), 200000)), 'B')
+          || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${gap} order by su.idx) filter (where su.source = 'analysis'), ''), 200000)), 'C')
+          || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${gap} order by su.source, su.idx) filter (where su.source in ('dialog', 'attachment')), ''), 200000)), 'D') as tsv
+        from search_units su where su.vcon_uuid = ${v.uuid as string}::uuid
+      )
+      select vs.tsv = old.tsv as same, length(vs.tsv) as lexemes from vcon_search vs, old where vs.vcon_uuid = ${v.uuid as string}::uuid`;
+    expect(r).toEqual({ same: true, lexemes: expect.any(Number) });
+    expect(r.lexemes).toBeGreaterThan(20);
+  });
+
+  test('keyword matches come from unit tsvectors made at query time', async () => {
+    const services = createServices(t.sql, configFor(t.schema));
+    await services.stop();
+    const [col] = await t.sql`
+      select 1 from information_schema.columns where table_schema = ${t.schema} and table_name = 'search_units' and column_name = 'tsv'`;
+    expect(col).toBeUndefined();
+    const v = rich();
+    await services.vcons.create(v, internalCtx, { waitFor: 'search' });
+    const r = await services.search.content({ q: 'kettle' }, internalCtx);
+    const hit = r.results.find((x) => x.uuid === v.uuid)!;
+    // The best three units holding the word, by weight (subject A, analysis C, the rest D) and
+    // cover density; each snippet marks the word.
+    expect(hit.matches.map((m) => [m.source, m.index])).toEqual([
+      ['subject', 0],
+      ['analysis', 0],
+      ['attachment', 1],
+    ]);
+    for (const m of hit.matches) expect(m.snippet.toLowerCase()).toContain('**kettle**');
+    // A word only in a party's name: that unit, weight B.
+    const party = await services.search.content({ q: 'Ottoline' }, internalCtx);
+    expect(party.results.find((x) => x.uuid === v.uuid)!.matches).toEqual([expect.objectContaining({ source: 'party', index: 0 })]);
+  });
+
+  test('a local provider stores no unit vectors: semantic matches embed the page units at query time', async () => {
+    const services = createServices(t.sql, configFor(t.schema));
+    await services.stop();
+    const v = rich();
+    await services.vcons.create(v, internalCtx, { waitFor: 'search' });
+    const [n] = await t.sql<{ units: number; vcons: number }[]>`
+      select (select count(*)::int from search_vectors) as units, (select count(*)::int from vcon_vectors where vcon_uuid = ${v.uuid as string}::uuid) as vcons`;
+    expect(n).toEqual({ units: 0, vcons: 1 });
+
+    const q = 'the kettle will not boil';
+    const r = await services.search.semantic({ q, threshold: 0.2 }, internalCtx);
+    const hit = r.results.find((x) => x.uuid === v.uuid)!;
+    // What stored unit vectors gave: the embeddable (non-party) units closest to the query, best three above the threshold.
+    const provider = createEmbeddingProvider(configFor(t.schema));
+    const units = await t.sql<{ source: string; idx: number; body: string }[]>`
+      select source, idx, body from search_units where vcon_uuid = ${v.uuid as string}::uuid and source <> 'party'`;
+    const [qv, ...uv] = await provider.embed([q, ...units.map((u) => u.body)]);
+    const expected = units
+      .map((u, i) => ({ source: u.source, index: u.idx, score: dot(qv, uv[i]) }))
+      .filter((u) => u.score >= 0.2)
+      .sort((a, b) => b.score - a.score)
+      .slice(0, 3)
+      .map((u) => [u.source, u.index]);
+    expect(expected.length).toBeGreaterThan(0);
+    expect(hit.matches.map((m) => [m.source, m.index])).toEqual(expected);
+    expect(hit.matches[0].snippet.toLowerCase()).toContain('kettle');
+  });
+});
+
+describe('migration 0003 on a group indexed before it', () => {
+  const schemas: string[] = [];
+  const pools: ReturnType<typeof createSql>[] = [];
+  afterAll(async () => {
+    await Promise.all(pools.map((p) => p.end()));
+    const admin = adminSql();
+    for (const s of schemas) await admin.unsafe(`drop schema if exists "${s}" cascade`);
+    await admin.end();
+  });
+
+  /** A group at migration 0002 holding one indexed vCon and stored unit vectors of the given providers. */
+  async function oldGroup(providers: string[]) {
+    const schema = testSchemaName('lean_mig');
+    const sql = createSql({ url: databaseUrl(), schema, max: 3 });
+    schemas.push(schema);
+    pools.push(sql);
+    await migrate(sql, schema, { migrations: loadMigrations().slice(0, 2), optional: true });
+    const services = createServices(sql, configFor(schema));
+    await services.stop();
+    const v = rich();
+    await services.vcons.create(v, internalCtx, { waitFor: 'search' });
+    const uuid = v.uuid as string;
+    // What an indexer before 0003 stored: the generated unit tsvector, and unit vectors (plus the
+    // vCon's code in the remote provider's space, as that indexer wrote them together).
+    const [g] = await sql<{ n: number; same: boolean }[]>`
+      select count(*)::int as n, bool_and(tsv = setweight(to_tsvector('english'::regconfig, body),
+        (case source when 'subject' then 'A' when 'party' then 'B' when 'analysis' then 'C' else 'D' end)::"char")) as same
+      from search_units where vcon_uuid = ${uuid}::uuid`;
+    // keywordMatches makes each unit's tsvector with the expression of the column it replaces.
+    expect(g).toEqual({ n: 10, same: true });
+    for (const [i, p] of providers.entries()) {
+      await sql`insert into search_vectors (vcon_uuid, source, idx, provider, model, vec) values (${uuid}, 'dialog', ${i}, ${p}, 'm', '\\x00')`;
+    }
+    if (providers.includes('openai')) await sql`update vcon_codes set provider = 'openai'`;
+    return { sql, schema, services, uuid };
+  }
+
+  test('drops the unit tsvector column and the local unit vectors; keyword matches are unchanged', async () => {
+    const g = await oldGroup(['glove', 'hashing']);
+    const before = await g.services.search.content({ q: 'kettle' }, internalCtx);
+    expect((await migrate(g.sql, g.schema)).applied).toEqual(['0003_lean_index']);
+    const [col] = await g.sql`
+      select 1 from information_schema.columns where table_schema = ${g.schema} and table_name = 'search_units' and column_name = 'tsv'`;
+    expect(col).toBeUndefined();
+    const [n] = await g.sql<{ n: number }[]>`select count(*)::int as n from search_vectors`;
+    expect(n.n).toBe(0);
+    const after = await g.services.search.content({ q: 'kettle' }, internalCtx);
+    expect(after.results.find((r) => r.uuid === g.uuid)!.matches.length).toBe(3);
+    expect(after).toEqual(before);
+  });
+
+  test("keeps a remote provider's unit vectors", async () => {
+    const g = await oldGroup(['glove', 'openai']);
+    await migrate(g.sql, g.schema);
+    const rows = await g.sql<{ provider: string }[]>`select provider from search_vectors`;
+    expect(rows.map((r) => r.provider)).toEqual(['openai']);
+  });
+});
