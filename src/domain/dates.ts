@@ -12,8 +12,45 @@ const DATE_ONLY_RE = /^\d{4}-\d{2}-\d{2}$/;
 
 export const inInstantRange = (d: Date): boolean => d.getTime() >= MIN_INSTANT && d.getTime() <= MAX_INSTANT;
 
+// Days of each month of a non-leap year (February of a leap year checked apart).
+const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const digits = (s: string, from: number, to: number): number => {
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+};
+
+/**
+ * The instant of a date-time in the form toISOString writes (YYYY-MM-DDTHH:MM:SS[.sss]Z), which
+ * nearly every stored date has, or undefined for any other form (and impossible dates): writes
+ * check ~20 dates per vCon, and the general path (regular expressions, rewriting for Date.parse)
+ * was a third of validation. For this form Date.parse reads exactly what the general path reads.
+ */
+function canonicalInstant(s: string): number | undefined {
+  const n = s.length;
+  if ((n !== 20 && n !== 24) || s[4] !== '-' || s[7] !== '-' || s[10] !== 'T' || s[13] !== ':' || s[16] !== ':' || s[n - 1] !== 'Z') return undefined;
+  if (n === 24 && (s[19] !== '.' || digits(s, 20, 23) < 0)) return undefined;
+  const y = digits(s, 0, 4);
+  const mo = digits(s, 5, 7);
+  const d = digits(s, 8, 10);
+  const h = digits(s, 11, 13);
+  const mi = digits(s, 14, 16);
+  const sec = digits(s, 17, 19);
+  // Seconds of 60 and anything odd take the general path.
+  if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59) return undefined;
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  if (d > (mo === 2 && leap ? 29 : MONTH_DAYS[mo - 1])) return undefined;
+  return Date.parse(s);
+}
+
 /** Parses a date-time of DATE_TIME_RE's shape; without an offset it is read as UTC (API.md). */
 export function parseDateTime(s: string): Date {
+  const t = canonicalInstant(s);
+  if (t !== undefined) return new Date(t);
   const hasOffset = /([Zz]|[+-]\d{2}:?\d{2})$/.test(s);
   // Normalise "+hhmm" to "+hh:mm" for Date.parse.
   const iso = s.replace(' ', 'T').replace(/([+-]\d{2})(\d{2})$/, '$1:$2');
@@ -22,6 +59,8 @@ export function parseDateTime(s: string): Date {
 
 /** Why a string is not a storable RFC 3339 date-time, or undefined when it is. */
 export function dateTimeProblem(s: string): 'format' | 'range' | undefined {
+  const fast = canonicalInstant(s);
+  if (fast !== undefined) return fast >= MIN_INSTANT && fast <= MAX_INSTANT ? undefined : 'range';
   const m = DATE_TIME_RE.exec(s);
   if (!m) return 'format';
   const [, y, mo, d, h, mi, sec] = m.map(Number);
