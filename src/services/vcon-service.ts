@@ -183,18 +183,23 @@ export function createVconService(deps: VconServiceDeps) {
       }
       if (ready.length > 0) {
         const stamp = now();
+        const at = stamp.toISOString();
+        const storedOf = (r: (typeof ready)[number], replacing: boolean) =>
+          toStored(
+            { ...r.c, doc: r.c.kind === 'plain' ? withServiceFields(r.c.doc, r.uuid, at, replacing ? at : undefined) : r.c.doc },
+            r.uuid,
+            stamp,
+          );
         const docs = await transact(async (tx) => {
-          const existing = await tx.existing(ready.map((r) => r.uuid));
-          const stored = ready.map((r) => {
-            const doc =
-              r.c.kind === 'plain'
-                ? withServiceFields(r.c.doc, r.uuid, stamp.toISOString(), existing.has(r.uuid) ? stamp.toISOString() : undefined)
-                : r.c.doc;
-            return toStored({ ...r.c, doc }, r.uuid, stamp);
-          });
-          const flags = await tx.upsert(stored);
-          for (const r of ready) results[r.index].status = flags.get(r.uuid) === false ? 200 : 201;
-          return stored.map((s) => s.doc);
+          // New uuids (the common case) in one statement: documents, derived rows, queue rows.
+          // Those that exist already are replaced after it, in the same transaction.
+          const fresh = ready.map((r) => storedOf(r, false));
+          const inserted = await tx.insertNew(fresh);
+          const rest = ready.filter((r) => !inserted.has(r.uuid));
+          const replaced = new Map(rest.map((r) => [r.uuid, storedOf(r, true)]));
+          const flags = await tx.upsert([...replaced.values()]);
+          for (const r of ready) results[r.index].status = inserted.has(r.uuid) || flags.get(r.uuid) === true ? 201 : 200;
+          return fresh.map((s) => replaced.get(s.uuid)?.doc ?? s.doc);
         });
         await written(
           ready.map((r) => r.uuid),

@@ -245,6 +245,42 @@ describe('batch', () => {
     expect(none.body.failed).toBe(1);
   });
 
+  it('replaces existing uuids and creates new ones in one batch, with the derived rows of what it stored', async () => {
+    const [old, fresh] = [randomUUID(), randomUUID()];
+    const tag = (v: string) => ({ purpose: 'tags', encoding: 'json', body: [`batchcase:${v}`] });
+    const first = await s.api('/vcons/batch', {
+      method: 'POST',
+      json: [{ uuid: old, subject: 'before', parties: [{ name: 'Oldname Batchperson' }, { name: 'Other' }], attachments: [tag('before')] }],
+    });
+    expect(first.status).toBe(201);
+    const r = await s.api('/vcons/batch', {
+      method: 'POST',
+      json: [
+        { uuid: fresh, subject: 'new one', parties: [{ name: 'Freshname Batchperson' }] },
+        { uuid: old, subject: 'after', parties: [{ name: 'Newname Batchperson' }], attachments: [tag('after')] },
+      ],
+    });
+    expect(r.status).toBe(201);
+    expect(r.body).toMatchObject({ created: 1, updated: 1, failed: 0 });
+    expect(r.body.results.map((x: any) => [x.uuid, x.status])).toEqual([
+      [fresh, 201],
+      [old, 200],
+    ]);
+    const replaced = (await s.api(`/vcons/${old}`)).body.vcon;
+    const created = (await s.api(`/vcons/${fresh}`)).body.vcon;
+    expect(Object.keys(replaced)).toEqual(['uuid', 'subject', 'parties', 'attachments', 'created_at', 'updated_at']);
+    expect(Object.keys(created)).toEqual(['uuid', 'subject', 'parties', 'created_at']);
+    const byParty = async (name: string) => (await s.api(`/vcons?party_name=${name}&format=ids_only`)).body.data;
+    expect(await byParty('Oldname')).toEqual([]);
+    expect(await byParty('Newname')).toEqual([old]);
+    expect(await byParty('Freshname')).toEqual([fresh]);
+    const meta = (await s.api(`/vcons?subject=after&format=metadata`)).body.data.find((m: any) => m.uuid === old);
+    expect(meta).toMatchObject({ parties_count: 1, attachments_count: 1 });
+    const tagged = async (v: string) => (await s.api(`/tags/search?tags=${encodeURIComponent(JSON.stringify({ batchcase: v }))}`)).body.uuids;
+    expect(await tagged('before')).toEqual([]);
+    expect(await tagged('after')).toEqual([old]);
+  });
+
   it('rejects a non-array, an empty batch and more than 100 items', async () => {
     const notArray = await s.api('/vcons/batch', { method: 'POST', json: { subject: 'x' } });
     expect(notArray.status).toBe(400);
