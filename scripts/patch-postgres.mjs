@@ -14,6 +14,10 @@
 //    max_pipeline 0 (or a full socket buffer) BEGIN fails with UNSAFE_TRANSACTION. Behind
 //    PgBouncer the service needs max_pipeline 0 (src/db/client.ts says why). Patched: the
 //    reservation happens whatever the pipeline state; the return value is unchanged.
+// 4. TCP_NODELAY (vcon-launch, issue 17): postgres.js leaves Nagle's algorithm on, so the small
+//    message written after a COPY (CopyDone, then the next query) waited for the server's delayed
+//    ACK: ~40 ms per COPY on Linux, three times in every indexing round. libpq sets TCP_NODELAY
+//    too. Only speed depends on it, so src/db/client.ts does not refuse a driver without it.
 //
 // The file is found the way Node finds it (import.meta.resolve from this script), so a hoisted or
 // nested install is patched alike. Anything but the version this was written for, unless already
@@ -94,6 +98,19 @@ export const PATCHES = [
         && sent.length < max_pipeline
       q.options.onexecute && q.options.onexecute(connection)
       return more && !q.options.onexecute
+`,
+      },
+    ],
+  },
+  {
+    name: 'TCP_NODELAY',
+    mark: '/* vcon-launch: nodelay */',
+    edits: [
+      {
+        // Set before connect: Node applies it to the handle once connected (a Unix socket ignores it).
+        from: `        : new net.Socket()
+`,
+        to: `        : new net.Socket().setNoDelay(true) /* vcon-launch: nodelay */
 `,
       },
     ],

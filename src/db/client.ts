@@ -29,6 +29,8 @@ export interface SqlOptions {
 export const DRIVER_PATCH_MARKS = ['/* vcon-launch: closed-socket guard */', '/* vcon-launch: row-count reset */'];
 /** Needed only behind PgBouncer (max_pipeline 0), so checked only there: a checkout installed before it still runs. */
 export const PGBOUNCER_PATCH_MARK = '/* vcon-launch: reserve before the pipeline check */';
+/** TCP_NODELAY: speed only (a COPY no longer holds the next statement ~40 ms), so never refused without it. */
+export const NODELAY_PATCH_MARK = '/* vcon-launch: nodelay */';
 let driverChecked = false;
 
 /**

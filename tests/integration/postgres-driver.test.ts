@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK, assertDriverPatched } from '../../src/db/client.js';
+import { DRIVER_PATCH_MARKS, NODELAY_PATCH_MARK, PGBOUNCER_PATCH_MARK, assertDriverPatched } from '../../src/db/client.js';
 import { databaseUrl } from '../helpers/db.js';
 
 const run = promisify(execFile);
@@ -57,10 +57,10 @@ describe('the postgres.js patch', () => {
   };
 
   it('is applied to the postgres.js that Node loads, in both module formats', () => {
-    expect(mod.PATCHES.map((p) => p.mark)).toEqual([...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK]);
+    expect(mod.PATCHES.map((p) => p.mark)).toEqual([...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK, NODELAY_PATCH_MARK]);
     for (const rel of mod.CONNECTION_FILES) {
       const text = readFileSync(join(root, rel), 'utf8');
-      for (const mark of [...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK]) expect(text, `${rel} lacks ${mark}`).toContain(mark);
+      for (const mark of [...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK, NODELAY_PATCH_MARK]) expect(text, `${rel} lacks ${mark}`).toContain(mark);
     }
     expect(() => assertDriverPatched({ pgbouncer: true })).not.toThrow();
   });
@@ -81,6 +81,19 @@ describe('the postgres.js patch', () => {
     const second = await runScript(copy);
     expect(second.code).toBe(0);
     expect(second.out).toMatch(/already patched/);
+  });
+
+  it('adds TCP_NODELAY to an install patched before it, which still runs meanwhile (speed only)', async () => {
+    const nodelay = mod.PATCHES.find((p) => p.mark === NODELAY_PATCH_MARK)!;
+    const undo = (t: string) => nodelay.edits.reduceRight((u, e) => u.replace(e.to, e.from), t);
+    const copy = fakePackage('before-nodelay', mod.PINNED_VERSION, undo);
+    expect(readFileSync(join(copy, 'src/connection.js'), 'utf8')).not.toContain(NODELAY_PATCH_MARK);
+    // The startup check asks only for the patches that keep answers right.
+    expect(DRIVER_PATCH_MARKS).not.toContain(NODELAY_PATCH_MARK);
+    const r = await runScript(copy);
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).toMatch(/applied TCP_NODELAY$/m);
+    for (const rel of mod.CONNECTION_FILES) expect(readFileSync(join(copy, rel), 'utf8')).toBe(readFileSync(join(root, rel), 'utf8'));
   });
 
   it('fails the install on another version of postgres.js instead of skipping the patch', async () => {
