@@ -1,9 +1,11 @@
 // The default provider: SIF-weighted GloVe word vectors side by side with a feature-hashing half
-// (the combination measured best, STACK.md "Embeddings offline"). Offline, deterministic, ~0.2 ms
-// per text, so it runs inside the write transaction.
+// (the combination measured best, STACK.md "Embeddings offline"). Offline, deterministic and cheap
+// (well under a µs per word once a word is cached, scripts/bench/embed.ts): one tokenising pass
+// feeds both halves (features.ts).
 import type { EmbeddingProvider } from './types.js';
-import { contentTokens, editDistance, MODEL_VERSION, normalize } from './text.js';
-import { addHashedFeatures, DEFAULT_HASH_DIMS } from './hashing.js';
+import { editDistance, MODEL_VERSION, normalize } from './text.js';
+import { DEFAULT_HASH_DIMS } from './hashing.js';
+import { createFeaturizer, type WordFeatures } from './features.js';
 import { computeCommon, sifWeight, trigrams, type WordVectors } from './glove-cache.js';
 
 export interface SifOptions {
@@ -37,9 +39,9 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
   const o = { ...DEFAULTS, ...options };
   const { dims } = wv;
 
-  // The table is read in place (glove-cache.ts); the words a group actually uses are kept here,
-  // a bounded set, oldest out first. Unknown words are remembered too (as null).
-  const hot = new Map<string, HotWord | null>();
+  // The table is read in place (glove-cache.ts); the words a group actually uses are kept with
+  // their features, a bounded set, oldest out first. Unknown words are remembered too (as null).
+  const featurizer = createFeaturizer<HotWord>(HOT_WORDS);
   const remember = <V>(map: Map<string, V>, key: string, value: V, max: number) => {
     if (map.size >= max) map.delete(map.keys().next().value as string);
     map.set(key, value);
@@ -101,20 +103,22 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     return { known, words: found.slice(0, limit).map((f) => wv.readRow(f.i).word) };
   };
 
+  /** The row a token's vector comes from, after spelling back-off; -1 for none. */
+  const wordRow = (t: string): number => {
+    const i = wv.find(t);
+    return i < 0 && o.spelling && t.length >= 4 && /^[a-z]+$/.test(t) ? correct(t) : i;
+  };
   const lookup = (t: string): HotWord | null => {
-    const seen = hot.get(t);
-    if (seen !== undefined) return seen;
-    let i = wv.find(t);
-    if (i < 0 && o.spelling && t.length >= 4 && /^[a-z]+$/.test(t)) i = correct(t);
-    return remember(hot, t, i < 0 ? null : hotWord(i), HOT_WORDS);
+    const i = wordRow(t);
+    return i < 0 ? null : hotWord(i);
   };
 
-  /** The GloVe half: SIF-weighted mean, common component removed, unit length (or zero). */
-  function encodeGlove(text: string): Float32Array {
-    const v = new Float32Array(dims);
+  /** The GloVe half of the scanned words into `v` (zeroed): SIF-weighted mean, common component removed, unit length (or zero). */
+  function addGlove(words: WordFeatures<HotWord>[], count: number, v: Float32Array): Float32Array {
     let n = 0;
-    for (const t of contentTokens(text)) {
-      const hit = lookup(t);
+    for (let j = 0; j < count; j++) {
+      const w = words[j];
+      const hit = w.glove === undefined ? (w.glove = lookup(w.token)) : w.glove;
       if (!hit) continue;
       const { k, data } = hit;
       for (let d = 0; d < dims; d++) v[d] += k * data[d];
@@ -129,29 +133,44 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     return normalize(v);
   }
 
+  /** The GloVe half alone. */
+  function encodeGlove(text: string): Float32Array {
+    const { words, count } = featurizer.scan(text);
+    return addGlove(words, count, new Float32Array(dims));
+  }
+
   const total = dims + o.hashDims;
   const gw = Math.sqrt(o.gloveShare);
   const hw = Math.sqrt(1 - o.gloveShare);
+  // Scratch halves, reused: encode is synchronous and allocates only its result.
+  const g = new Float32Array(dims);
+  const h = new Float32Array(o.hashDims);
 
-  /** The full vector: [√share · GloVe half, √(1−share) · hashing half], renormalised. */
-  function encode(text: string): Float32Array {
-    const out = new Float32Array(total);
-    const g = encodeGlove(text);
+  /** The full vector: [√share · GloVe half, √(1−share) · hashing half], renormalised, into `out` (zeroed). */
+  function encode(text: string, out = new Float32Array(total)): Float32Array {
+    const { words, count } = featurizer.scan(text);
+    g.fill(0);
+    addGlove(words, count, g);
     for (let d = 0; d < dims; d++) out[d] = g[d] * gw;
     if (o.hashDims > 0) {
-      const h = normalize(
-        (() => {
-          const x = new Float32Array(o.hashDims);
-          addHashedFeatures(text, x);
-          return x;
-        })(),
-      );
+      h.fill(0);
+      featurizer.addHashed(words, count, h);
+      normalize(h);
       for (let d = 0; d < o.hashDims; d++) out[dims + d] = h[d] * hw;
     }
     return normalize(out);
   }
 
-  return { encode, encodeGlove, suggest, dimensions: total, options: o };
+  /**
+   * The vectors of many texts, views of one buffer: a small typed array costs more to allocate
+   * (~0.7 µs, off the V8 heap) than a short text to encode.
+   */
+  function encodeMany(texts: readonly string[]): Float32Array[] {
+    const buf = new Float32Array(total * texts.length);
+    return texts.map((t, i) => encode(t, buf.subarray(i * total, (i + 1) * total)));
+  }
+
+  return { encode, encodeMany, encodeGlove, suggest, wordRow, dimensions: total, options: o };
 }
 
 /**
@@ -175,8 +194,7 @@ export function createGloveProvider(load: () => Promise<WordVectors>, options: S
     inline: true,
     dimensions: () => 100 + o.hashDims,
     async embed(texts) {
-      const enc = await ready();
-      return texts.map((t) => enc.encode(t));
+      return (await ready()).encodeMany(texts);
     },
     async warm() {
       await ready();

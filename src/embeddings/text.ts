@@ -26,24 +26,100 @@ export const STOP_WORDS: ReadonlySet<string> = new Set(
   ).split(/\s+/),
 );
 
-const TOKEN_RE = /[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu;
+/** Character classes of the tokeniser: letters (\p{L}), numbers (\p{N}), anything else. */
+const OTHER = 0;
+const LETTER = 1;
+const NUMBER = 2;
+const IS_LETTER = /^\p{L}$/u;
+const IS_NUMBER = /^\p{N}$/u;
+
+/** Classes of the BMP, filled on first sight (0 = not yet known, else class + 1). */
+const bmpClass = new Uint8Array(0x10000);
+const astralClass = new Map<number, number>();
+const classOf = (ch: string) => (IS_LETTER.test(ch) ? LETTER : IS_NUMBER.test(ch) ? NUMBER : OTHER);
+
+/**
+ * Class of the code point at `i` in the low 2 bits, its width in UTF-16 units above them. A lone
+ * surrogate is a code point of its own and neither letter nor number, as in a `u` regex.
+ */
+function classAt(s: string, i: number): number {
+  const c = s.charCodeAt(i);
+  if (c < 128) return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) ? LETTER | 4 : c >= 48 && c <= 57 ? NUMBER | 4 : OTHER | 4;
+  if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+    const lo = s.charCodeAt(i + 1);
+    if (lo >= 0xdc00 && lo <= 0xdfff) {
+      const cp = ((c - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+      let k = astralClass.get(cp);
+      if (k === undefined) astralClass.set(cp, (k = classOf(String.fromCodePoint(cp))));
+      return k | 8;
+    }
+  }
+  let k = bmpClass[c];
+  if (k === 0) bmpClass[c] = k = classOf(String.fromCharCode(c)) + 1;
+  return (k - 1) | 4;
+}
+
+/**
+ * Calls `visit` with each lower-case word token of `text` and whether it is all ASCII digits: the
+ * tokens of the regex `[\p{L}\p{N}]+(?:['’]\p{L}+)*`, possessive 's dropped, other apostrophes
+ * removed ("didn't" → "didnt"). A hand-written scanner: the regex with its replaces cost a few
+ * times more, and every stored vector depends on this (tests/unit/embed-equivalence.test.ts).
+ */
+export function scanTokens(text: string, visit: (token: string, digits: boolean) => void): void {
+  const s = text.toLowerCase();
+  const len = s.length;
+  let i = 0;
+  while (i < len) {
+    let k = classAt(s, i);
+    if ((k & 3) === OTHER) {
+      i += k >> 2;
+      continue;
+    }
+    const start = i;
+    let digits = true;
+    do {
+      const c = s.charCodeAt(i);
+      if (c < 48 || c > 57) digits = false;
+      i += k >> 2;
+    } while (i < len && ((k = classAt(s, i)) & 3) !== OTHER);
+    let apostrophes = false;
+    while (i + 1 < len) {
+      const c = s.charCodeAt(i);
+      if (c !== 39 && c !== 0x2019) break;
+      k = classAt(s, i + 1);
+      if ((k & 3) !== LETTER) break;
+      apostrophes = true;
+      i += 1 + (k >> 2);
+      while (i < len && ((k = classAt(s, i)) & 3) === LETTER) i += k >> 2;
+    }
+    if (!apostrophes) {
+      visit(s.slice(start, i), digits);
+      continue;
+    }
+    let t = s.slice(start, i).replace(/’/g, "'");
+    if (t.endsWith("'s")) t = t.slice(0, -2);
+    t = t.replace(/'/g, '');
+    visit(t, /^\d+$/.test(t));
+  }
+}
 
 /** Lower-case word tokens; possessive 's dropped, n't kept inside the word ("didn't" → "didnt"). */
 export function tokenize(text: string): string[] {
   const out: string[] = [];
-  const lower = text.toLowerCase();
-  for (const m of lower.matchAll(TOKEN_RE)) {
-    let t = m[0].replace(/’/g, "'");
-    if (t.endsWith("'s")) t = t.slice(0, -2);
-    t = t.replace(/'/g, '');
-    if (t) out.push(t);
-  }
+  scanTokens(text, (t) => out.push(t));
   return out;
 }
 
+/** Whether a token carries content: not a stop word, not a single character, not a long digit run (ids, numbers). */
+export const isContentToken = (t: string, digits: boolean) => t.length > 1 && !(digits && t.length >= 3) && !STOP_WORDS.has(t);
+
 /** Content tokens: not stop words, not single characters, not long digit runs (ids, numbers). */
 export function contentTokens(text: string): string[] {
-  return tokenize(text).filter((t) => t.length > 1 && !STOP_WORDS.has(t) && !/^\d{3,}$/.test(t));
+  const out: string[] = [];
+  scanTokens(text, (t, digits) => {
+    if (isContentToken(t, digits)) out.push(t);
+  });
+  return out;
 }
 
 /**
@@ -60,20 +136,27 @@ export function stem(w: string): string {
   return w;
 }
 
-/** FNV-1a, 32 bits: fast, stable across runs and platforms. */
-export function hash32(s: string, seed = 0x811c9dc5): number {
-  let h = seed >>> 0;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  // Final avalanche so low bits (used for the bucket) depend on every character.
+export const FNV_OFFSET = 0x811c9dc5;
+
+/** Continues an FNV-1a state over the characters of `s` (hash32 without the final avalanche). */
+export function fnvUpdate(h: number, s: string): number {
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h;
+}
+
+/** The final avalanche of hash32, so low bits (used for the bucket) depend on every character. */
+export function fnvFinish(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
   return h >>> 0;
+}
+
+/** FNV-1a, 32 bits: fast, stable across runs and platforms. */
+export function hash32(s: string, seed = FNV_OFFSET): number {
+  return fnvFinish(fnvUpdate(seed >>> 0, s));
 }
 
 /** Scales a vector to unit length in place (a zero vector stays zero). */
