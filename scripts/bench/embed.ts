@@ -18,13 +18,18 @@ import { isMain } from '../embeddings/util.js';
 /** The search dev set, when the shared workspace beside the checkout has it (not part of the package). */
 export const DEV_SET_CANDIDATES = ['..', '../..'].map((up) => path.resolve(packageRoot, up, 'shared', 'search-dev', 'a', 'conversations.json'));
 
-/** What the indexer embeds for one vCon: each non-party unit's text, then all of them as one text. */
-export async function indexTexts(doc: JsonObject): Promise<string[]> {
-  const units = extractUnits(doc, await decodeBodies(doc)).filter((u) => u.source !== 'party');
-  return units.length === 0 ? [] : [...units.map((u) => u.body), units.map((u) => u.body).join('\n')];
+/**
+ * What gets embedded of one vCon: each non-party unit's text (a search embeds a page's units at
+ * query time) and all of them as one text (the indexer's vCon vector).
+ */
+export async function embedTexts(doc: JsonObject): Promise<{ units: string[]; whole: string[] }> {
+  const units = extractUnits(doc, await decodeBodies(doc))
+    .filter((u) => u.source !== 'party')
+    .map((u) => u.body);
+  return { units, whole: units.length === 0 ? [] : [units.join('\n')] };
 }
 
-/** The bench's text sets: fixture vCons, the dev set's vCons (when present), 100 corpus vCons. */
+/** The bench's text sets: unit texts and whole texts of the fixture vCons, the dev set's vCons (when present), 100 corpus vCons. */
 export async function embedTextSets(): Promise<{ name: string; vcons: number; texts: string[] }[]> {
   const dir = path.join(packageRoot, 'tests', 'fixtures', 'vcons');
   const fixtures = readdirSync(dir)
@@ -36,9 +41,14 @@ export async function embedTextSets(): Promise<{ name: string; vcons: number; te
   sets.push({ name: 'corpus', docs: Array.from({ length: 100 }, (_, i) => generateVcon(1, i) as JsonObject) });
   const out = [];
   for (const s of sets) {
-    const texts: string[] = [];
-    for (const d of s.docs) texts.push(...(await indexTexts(d)));
-    out.push({ name: s.name, vcons: s.docs.length, texts });
+    const units: string[] = [];
+    const whole: string[] = [];
+    for (const d of s.docs) {
+      const t = await embedTexts(d);
+      units.push(...t.units);
+      whole.push(...t.whole);
+    }
+    out.push({ name: `${s.name} units`, vcons: s.docs.length, texts: units }, { name: `${s.name} whole`, vcons: s.docs.length, texts: whole });
   }
   return out;
 }
