@@ -1,4 +1,4 @@
-// Patches postgres.js 3.4.9 against two upstream bugs, from `postinstall` (so installs of this
+// Patches postgres.js 3.4.9 against upstream bugs, from `postinstall` (so installs of this
 // package from the registry run it too, and it is in `files`):
 //
 // 1. closed-socket guard (porsager/postgres#1154, #1208; upstream PR #1209): when the server closes
@@ -18,6 +18,11 @@
 //    message written after a COPY (CopyDone, then the next query) waited for the server's delayed
 //    ACK: ~40 ms per COPY on Linux, three times in every indexing round. libpq sets TCP_NODELAY
 //    too. Only speed depends on it, so src/db/client.ts does not refuse a driver without it.
+// 5. type-fetch rejection (porsager/postgres#1192, #1205, #279): every new connection first reads
+//    the array types with an internal query whose promise nobody awaits, so when that query fails
+//    (the connection lost or refused mid-handshake, a cancel, PgBouncer's query_wait_timeout) the
+//    rejection is unhandled and Node ends the process. Patched: the rejection is caught there (the
+//    connection's own error path has already failed or retried the queries that waited on it).
 //
 // The file is found the way Node finds it (import.meta.resolve from this script), so a hoisted or
 // nested install is patched alike. Anything but the version this was written for, unless already
@@ -74,6 +79,20 @@ export const PATCHES = [
         to: `    query = results = errorResponse = null
     result = new Result()
     rows = 0 /* vcon-launch: row-count reset */
+`,
+      },
+    ],
+  },
+  {
+    name: 'type-fetch rejection (#1192)',
+    mark: '/* vcon-launch: type-fetch rejection */',
+    edits: [
+      {
+        from: `        initial.reserve && (initial = null)
+        return fetchArrayTypes()
+`,
+        to: `        initial.reserve && (initial = null)
+        return fetchArrayTypes().catch(() => { /* vcon-launch: type-fetch rejection */ })
 `,
       },
     ],
@@ -157,7 +176,7 @@ export function patchPackage(root) {
     if (version !== PINNED_VERSION) {
       throw new Error(
         `patch-postgres: postgres.js ${version} is installed at ${root}, but the patches were written for ${PINNED_VERSION}. ` +
-          `Pin postgres to ${PINNED_VERSION}, or check whether ${version} fixes porsager/postgres#1208 and #1181 and update scripts/patch-postgres.mjs.`,
+          `Pin postgres to ${PINNED_VERSION}, or check whether ${version} fixes porsager/postgres#1208, #1181 and #1192 and update scripts/patch-postgres.mjs.`,
       );
     }
     const { text, applied } = patchText(before, file);

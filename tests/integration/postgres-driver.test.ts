@@ -1,6 +1,7 @@
 // The patched postgres.js (scripts/patch-postgres.mjs): the install fails rather than skip the
 // patch, the installed driver carries it, and a query that fails half-way through its rows never
-// leaves a pooled connection that answers the next query wrongly (porsager/postgres#1119, #1181).
+// leaves a pooled connection that answers the next query wrongly (porsager/postgres#1119, #1181),
+// and a failed type fetch of a new connection never ends the process (#1192).
 import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -160,5 +161,24 @@ describe('a query that fails half-way through its rows', () => {
     } finally {
       await pool.end({ timeout: 5 });
     }
+  });
+});
+
+describe("a new connection's array-type fetch that fails", () => {
+  // A 1 ms statement_timeout cancels the driver's own pg_type query on every new connection
+  // (57014); unpatched, its rejection is unhandled and ends the process (#1192). A child process,
+  // so the runner's own rejection handlers are not the ones observing it.
+  it('fails the waiting query, never the process (#1192)', async () => {
+    const script = `
+      import postgres from 'postgres';
+      let unhandled = 0;
+      process.on('unhandledRejection', () => unhandled++);
+      const sql = postgres(process.env.URL, { max: 1, onnotice: () => {}, connection: { statement_timeout: 1 } });
+      await sql\`select 1\`.catch(() => undefined);
+      await sql.end({ timeout: 5 });
+      await new Promise((r) => setImmediate(r));
+      console.log(JSON.stringify({ unhandled }));`;
+    const r = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, URL: databaseUrl() } });
+    expect(JSON.parse(r.stdout.trim())).toEqual({ unhandled: 0 });
   });
 });
