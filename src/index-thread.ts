@@ -18,30 +18,37 @@ export interface IndexThreadData {
 
 /** Messages from the request thread. */
 export type IndexThreadMessage = 'wake' | 'stop';
-/** Messages to the request thread: a round found nothing to do; the thread has stopped. */
-export type IndexThreadReport = 'idle' | 'stopped';
+/**
+ * Messages to the request thread: the thread indexes now; a round found nothing to do after
+ * `wakes` wakes (the request thread retires it only if it sent no wake since); it has stopped.
+ */
+export type IndexThreadReport = { type: 'ready' } | { type: 'idle'; wakes: number } | { type: 'stopped' };
 
 const data = workerData as IndexThreadData;
 const log = createLogger(data.config).child({ component: 'indexer' });
 const sql = createSql(data.sql);
+let wakes = 0;
 const { worker } = createIndexing({
   sql,
   provider: createEmbeddingProvider(data.config, log),
   log,
-  onIdle: () => parentPort!.postMessage('idle' satisfies IndexThreadReport),
+  onIdle: () => parentPort!.postMessage({ type: 'idle', wakes } satisfies IndexThreadReport),
   onStuck: () => {
     log.warn({}, 'an indexing round is stuck (a dead connection?): the index thread restarts with a fresh pool');
     process.exit(1);
   },
 });
 worker.start();
+parentPort!.postMessage({ type: 'ready' } satisfies IndexThreadReport);
 parentPort!.on('message', (m: IndexThreadMessage) => {
-  if (m === 'wake') worker.wake();
-  else if (m === 'stop')
+  if (m === 'wake') {
+    wakes++;
+    worker.wake();
+  } else if (m === 'stop')
     void (async () => {
       await worker.stop();
       await sql.end({ timeout: 5 }).catch(() => undefined);
-      parentPort!.postMessage('stopped' satisfies IndexThreadReport);
+      parentPort!.postMessage({ type: 'stopped' } satisfies IndexThreadReport);
       parentPort!.close();
     })();
 });

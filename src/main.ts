@@ -91,7 +91,12 @@ export function createServices(
                        coalesce(extract(epoch from clock_timestamp() - min(enqueued_at)), 0)::float8 as lag_s,
                        count(*) filter (where last_error is not null)::int as failing
                 from index_queue) q`;
-        return { connections: r.n, index: { pending: r.pending, lag_s: Math.round(r.lag_s * 1000) / 1000, failing: r.failing } };
+        // Rows no wake announced (written by another process of the group): index them here too.
+        if (r.pending > r.failing) search.pendingSeen();
+        return {
+          connections: r.n,
+          index: { pending: r.pending, lag_s: Math.round(r.lag_s * 1000) / 1000, failing: r.failing, thread: search.threadRunning() },
+        };
       },
       admission,
       poolSize: config.db.poolMax,

@@ -60,19 +60,24 @@ export function createIndexing(deps: { sql: Sql; provider: EmbeddingProvider; lo
 
 /**
  * The background worker on a thread of its own: same interface as the in-process one. The thread
- * exists while there is work: started at start() (draining a crash's leftovers), retired after
- * INDEX_THREAD_IDLE_S without work, and started again by the next write's wake.
+ * exists only while there is work (a thread costs ~16 MB of RSS and a connection): started at
+ * start() when the queue holds rows (a crash's leftovers), by a write's or a search's wake, or by
+ * kick() when /health saw queued rows; retired after INDEX_THREAD_IDLE_S without work.
  */
 function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => Promise<boolean>) {
   // From the build: the compiled entry; from the sources (tests, tsx): the .ts one through tsx.
   const fromSource = import.meta.url.endsWith('.ts');
   const entry = new URL(`./index-thread.${fromSource ? 'ts' : 'js'}`, import.meta.url);
   let thread: Worker | undefined;
+  // The thread that has loaded and indexes (a new one takes a moment to load its modules).
+  let ready: Worker | undefined;
   const retiring = new Set<Worker>();
   let started = false;
   let stopped = false;
   let failed = false;
-  let lastWake = 0;
+  // Wakes sent to the current thread: an idle report counts only if it saw them all (a report
+  // crossing a wake on its way must not retire a thread that has work).
+  let wakesSent = 0;
   let idleSince: number | undefined;
   let reaper: NodeJS.Timeout | undefined;
   const idleMs = data.config.db.indexThreadIdleS * 1000;
@@ -87,8 +92,10 @@ function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => P
       : new Worker(entry, { workerData: data });
     t.unref();
     idleSince = undefined;
+    wakesSent = 0;
     t.on('message', (m: IndexThreadReport) => {
-      if (m === 'idle' && t === thread) idleSince ??= Date.now();
+      if (m.type === 'ready') ready = t;
+      if (m.type === 'idle' && t === thread && m.wakes === wakesSent) idleSince ??= Date.now();
     });
     t.on('error', (err) => {
       // Searches and wait_for then index what they need themselves (active() is false).
@@ -112,7 +119,7 @@ function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => P
   /** Asks a thread to stop after its running round (at most one batch), then ends it either way. */
   const end = async (t: Worker) => {
     const done = new Promise<void>((resolve) => {
-      t.on('message', (m: IndexThreadReport) => m === 'stopped' && resolve());
+      t.on('message', (m: IndexThreadReport) => m.type === 'stopped' && resolve());
       t.once('exit', () => resolve());
     });
     t.postMessage('stop' satisfies IndexThreadMessage);
@@ -122,30 +129,47 @@ function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => P
 
   const retireIfIdle = () => {
     const t = thread;
-    // Idle means: its last round found nothing, and no write woke it since.
-    if (!t || idleSince === undefined || lastWake >= idleSince || Date.now() - idleSince < idleMs) return;
+    // Idle means: a round found nothing after every wake sent, and no wake came since.
+    if (!t || idleSince === undefined || Date.now() - idleSince < idleMs) return;
     thread = undefined;
     retiring.add(t);
     void end(t);
   };
 
   return {
-    /** Whether background indexing is on (else searches and waits index themselves). */
-    active: () => started && !stopped && !failed,
+    /**
+     * Whether a thread indexes now; else searches and waits index themselves (no thread while
+     * idle, or the first write's thread still loading: the write's wait_for or a search must not
+     * wait for its start).
+     */
+    active: () => started && !stopped && !failed && thread !== undefined && ready === thread,
     start() {
       if (started) return;
       started = true;
       reaper = setInterval(retireIfIdle, Math.min(5_000, idleMs)).unref();
-      // The first thread drains rows left by a crash without waiting for a write; like any, it is
-      // retired once idle. (Asking the queue first, on the pool's first connection, left postgres.js
-      // with an unhandled rejection of its type fetch when the database later went away.)
-      spawn();
+      // Rows left by a crash are indexed without waiting for a request; an idle group starts none.
+      // (The driver's type-fetch rejection this once exposed is patched: scripts/patch-postgres.mjs.)
+      // If the queue cannot be read, a thread looks for itself and is retired if there is nothing.
+      hasPending().then(
+        (yes) => yes && !thread && !stopped && !failed && spawn(),
+        (err: Error) => {
+          log.warn({ err: err.message }, 'could not read the index queue at start; the index thread looks itself');
+          if (!thread && !stopped && !failed) spawn();
+        },
+      );
+    },
+    /** Whether a thread runs now (/health shows it). */
+    running: () => Boolean(thread),
+    /** Rows are queued that no wake announced (another process wrote them): start a thread for them. */
+    kick() {
+      if (started && !stopped && !failed && !thread) spawn();
     },
     wake() {
-      lastWake = Date.now();
       if (!started || stopped || failed) return;
-      if (!thread) spawn();
-      else thread.postMessage('wake' satisfies IndexThreadMessage);
+      if (!thread) return spawn();
+      idleSince = undefined;
+      wakesSent++;
+      thread.postMessage('wake' satisfies IndexThreadMessage);
     },
     async stop() {
       stopped = true;
@@ -168,7 +192,8 @@ export function createSearch(deps: {
   const { sql, provider, plugins, log } = deps;
   const { queue, indexer, worker: local } = createIndexing({ sql, provider, log });
   const hasPending = async () => (await sql<{ yes: boolean }[]>`select exists (select 1 from index_queue) as yes`)[0].yes;
-  const worker = deps.thread ? threadWorker(deps.thread, log, hasPending) : local;
+  const threaded = deps.thread ? threadWorker(deps.thread, log, hasPending) : undefined;
+  const worker = threaded ?? local;
   const raw = createSearchService({ repo: createSearchRepo(sql), queue, provider, plugins });
   // With a background indexer running, a search or wait_for only waits for it (and wakes it):
   // requests don't open indexing transactions of their own. Without one (stopped, tools), they index.
@@ -189,6 +214,10 @@ export function createSearch(deps: {
     writes,
     service,
     queue,
+    /** Whether an index thread runs now (false when indexing is on this thread). */
+    threadRunning: () => threaded?.running() ?? false,
+    /** Queued rows seen by someone else (the /health ping): make sure a thread indexes them. */
+    pendingSeen: () => threaded?.kick(),
     start() {
       worker.start();
       warnOtherSpaces(sql, provider, log).catch(() => undefined);

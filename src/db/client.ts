@@ -26,7 +26,11 @@ export interface SqlOptions {
 }
 
 /** The marks scripts/patch-postgres.mjs leaves in postgres.js (a test keeps the lists equal to its patches). */
-export const DRIVER_PATCH_MARKS = ['/* vcon-launch: closed-socket guard */', '/* vcon-launch: row-count reset */', '/* vcon-launch: type-fetch rejection */'];
+export const DRIVER_PATCH_MARKS = [
+  '/* vcon-launch: closed-socket guard */',
+  '/* vcon-launch: row-count reset */',
+  '/* vcon-launch: type-fetch rejection */',
+];
 /** Needed only behind PgBouncer (max_pipeline 0), so checked only there: a checkout installed before it still runs. */
 export const PGBOUNCER_PATCH_MARK = '/* vcon-launch: reserve before the pipeline check */';
 /** TCP_NODELAY: speed only (a COPY no longer holds the next statement ~40 ms), so never refused without it. */

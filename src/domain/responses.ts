@@ -83,6 +83,9 @@ export const HealthOk = z.object({
       pending: Count.describe('Written vCons not yet indexed for search'),
       lag_s: z.number().min(0).describe('Seconds the oldest of them has waited (0 when none)'),
       failing: Count.describe('Queued vCons whose embedding failed (retried with back-off)'),
+      thread: z
+        .boolean()
+        .describe('Whether the background index thread runs now: it starts when there is work and is retired after INDEX_THREAD_IDLE_S without'),
     })
     .nullable()
     .describe('The search index queue (searches first index what was written before them); null when not measured'),

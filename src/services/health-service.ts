@@ -22,6 +22,8 @@ export interface IndexReport {
   lag_s: number;
   /** Queued vCons whose embedding failed (retried with back-off). */
   failing: number;
+  /** Whether the index thread runs now: it starts when there is work and is retired when idle. */
+  thread: boolean;
 }
 
 export interface PingResult {

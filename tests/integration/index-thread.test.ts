@@ -1,9 +1,10 @@
 // The index thread within the group's connection budget (issues 15 and 17): its one connection is
 // part of DB_POOL_MAX, and it exists only while there is work, so an idle group holds no
-// connection and no thread.
+// connection and no thread (never started when idle, retired after INDEX_THREAD_IDLE_S), while
+// rows a crash left queued are still indexed at the next start without a request.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applicationNameOf } from '../../src/db/server-limits.js';
-import { adminSql } from '../helpers/db.js';
+import { adminSql, testSchemaName } from '../helpers/db.js';
 import { waitFor } from '../helpers/poll.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -16,6 +17,12 @@ describe('the index thread', () => {
     const [r] = await admin<{ n: number }[]>`
       select count(*)::int as n from pg_stat_activity where application_name = ${applicationNameOf(`label-${s.schema}`, s.schema)}`;
     return r.n;
+  };
+
+  // The thread gone (as /health says), then no connection (counted without /health, which needs one).
+  const retired = async (what: string) => {
+    await waitFor(async () => (await s.api('/health')).body.index.thread === false, 20_000, 100, `the index thread to be retired${what}`);
+    await waitFor(async () => (await connections()) === 0, 20_000, 100, `the group to hold no connection${what}`);
   };
 
   beforeAll(async () => {
@@ -48,15 +55,80 @@ describe('the index thread', () => {
 
   it('is retired when idle, giving its connection back, and comes back with the next write', async () => {
     // Idle: the thread stops after INDEX_THREAD_IDLE_S, the pool's connections after DB_IDLE_TIMEOUT_S.
-    await waitFor(async () => (await connections()) === 0, 20_000, 100, 'the group to hold no connection');
+    await retired('');
     const r = await s.api('/vcons?wait_for=search', {
       method: 'POST',
       json: { vcon: '0.3.0', subject: 'after the retirement lighthouse', parties: [{ name: 'B' }] },
     });
     expect(r.status).toBe(201);
+    expect((await s.api('/health')).body.index.thread).toBe(true);
+    // More writes a while apart: the thread reports idle between them, and is still retired after
+    // the last (an idle report from before a wake once kept it for good).
+    for (let i = 0; i < 4; i++) {
+      const w = await s.api('/vcons?wait_for=search', {
+        method: 'POST',
+        json: { vcon: '0.3.0', subject: `later write ${i}`, parties: [{ name: 'B' }] },
+      });
+      expect(w.status).toBe(201);
+    }
     const found = await s.api('/vcons/search/content?q=lighthouse');
     expect(found.body.results.map((x: { vcon_uuid?: string; uuid?: string }) => x.vcon_uuid ?? x.uuid)).toContain(r.body.uuid);
     // And it goes again.
-    await waitFor(async () => (await connections()) === 0, 20_000, 100, 'the group to hold no connection again');
+    await retired(' again');
+  });
+});
+
+describe('an idle group', () => {
+  const admin = adminSql();
+  afterAll(() => admin.end());
+  const env = { DB_POOL_MAX: '3', INDEX_THREAD_IDLE_S: '1' };
+
+  it('starts no index thread (an empty queue, no writes)', async () => {
+    const s = await startTestServer(env);
+    try {
+      // Every /health answer (and the start's look at the queue before it) finds no thread.
+      for (let i = 0; i < 20; i++) {
+        const h = await s.api('/health');
+        expect(h.body.index).toMatchObject({ pending: 0, thread: false });
+      }
+      // A search over the empty index needs none either.
+      expect((await s.api('/vcons/search/content?q=anything')).status).toBe(200);
+      expect((await s.api('/health')).body.index.thread).toBe(false);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('indexes rows a crash left queued as soon as it starts, without any request', async () => {
+    const schema = testSchemaName('idx');
+    const first = await startTestServer({ ...env, SUPABASE_DB_SCHEMA: schema });
+    const uuids: string[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await first.api('/vcons?wait_for=search', {
+          method: 'POST',
+          json: { vcon: '0.3.0', subject: `left queued ${i} orchard`, parties: [{ name: 'C' }] },
+        });
+        expect(r.status).toBe(201);
+        uuids.push(r.body.uuid);
+      }
+    } finally {
+      await first.instance.stop();
+    }
+    // What a SIGKILL between a write's commit and its indexing leaves: queued rows, nothing running.
+    await admin.unsafe(`insert into "${schema}".index_queue (vcon_uuid) select uuid from "${schema}".vcons`);
+    await admin.unsafe(`delete from "${schema}".vcon_search`);
+    const queued = async () => (await admin.unsafe(`select count(*)::int as n from "${schema}".index_queue`))[0].n as number;
+    expect(await queued()).toBe(3);
+    const next = await startTestServer({ ...env, SUPABASE_DB_SCHEMA: schema });
+    try {
+      // Watched from outside: no request reaches the instance until the queue is empty.
+      await waitFor(async () => (await queued()) === 0, 30_000, 100, 'the queue left by the crash to drain');
+      const found = await next.api('/vcons/search/content?q=orchard&limit=10');
+      expect(found.body.results.map((x: { vcon_uuid?: string; uuid?: string }) => x.vcon_uuid ?? x.uuid).sort()).toEqual([...uuids].sort());
+    } finally {
+      await next.instance.stop();
+      await admin.unsafe(`drop schema if exists "${schema}" cascade`);
+    }
   });
 });

@@ -178,7 +178,10 @@ describe("a new connection's array-type fetch that fails", () => {
       await sql.end({ timeout: 5 });
       await new Promise((r) => setImmediate(r));
       console.log(JSON.stringify({ unhandled }));`;
-    const r = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, URL: databaseUrl() } });
+    const r = await run(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: join(import.meta.dirname, '../..'),
+      env: { ...process.env, URL: databaseUrl() },
+    });
     expect(JSON.parse(r.stdout.trim())).toEqual({ unhandled: 0 });
   });
 });
