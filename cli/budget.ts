@@ -2,11 +2,17 @@
 // max_connections. Before starting, the launcher reads the server's limits, keeps a reserve for
 // operators, migrations and `provision`, subtracts what running groups were handed, and gives each
 // group a pool size so the sum fits; explicit DB_POOL_MAX values are honoured or refused clearly.
+import { DEFAULT_POOL_MAX, PGBOUNCER_POOL_MAX } from '../src/config.js';
 import type { GroupSpec } from './groups.js';
 import type { RegistryEntry } from './registry.js';
 
 /** The pool a group gets when the budget has room (the server's own DB_POOL_MAX default). */
-export const DEFAULT_POOL = 10;
+export const DEFAULT_POOL = DEFAULT_POOL_MAX;
+/**
+ * The pool a group behind PgBouncer gets (the server's default there): above the requests a busy
+ * group has at once, so they wait in PgBouncer's queue rather than time out waiting for a turn.
+ */
+export const POOLED_POOL = PGBOUNCER_POOL_MAX;
 /**
  * Connections of a group's analyze role (POST /database/analyze opens one per call, as that role,
  * outside the group's pool): its CONNECTION LIMIT, counted in the budget. 0 when the database
@@ -136,7 +142,7 @@ export function planDatabase(requests: BudgetRequest[], limits: ServerLimits, op
   const allocations: Allocation[] = requests.map((r) => ({
     group: r.group,
     databaseKey: r.databaseKey,
-    pool: r.explicitPool ?? (r.pooled ? DEFAULT_POOL : Math.max(share, 1)),
+    pool: r.explicitPool ?? (r.pooled ? POOLED_POOL : Math.max(share, 1)),
     replicas: r.replicas,
     explicit: r.explicitPool !== undefined,
     pooled: r.pooled,

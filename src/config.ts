@@ -29,6 +29,17 @@ const bool = (def: boolean) =>
       return z.NEVER;
     });
 
+/** A group's pool towards PostgreSQL directly (DB_POOL_MAX unset; the launcher's budget may give less). */
+export const DEFAULT_POOL_MAX = 10;
+/**
+ * A group's pool towards PgBouncer (DB_POOL_MAX unset with DB_POOLER=pgbouncer). Client
+ * connections to PgBouncer are cheap and the wait for a server connection happens in PgBouncer's
+ * queue, so the pool is sized above the concurrent requests a group sees: with 10 (9 turns beside
+ * the index thread's connection) the 10th of 10 busy clients waited for a turn past
+ * DB_QUEUE_TIMEOUT_MS and got database_busy (density bench, 50 groups through PgBouncer: 5).
+ */
+export const PGBOUNCER_POOL_MAX = 20;
+
 const int = (def: number, min: number, max: number) =>
   z
     .string()
@@ -144,7 +155,8 @@ export const EnvSchema = z.object({
   // The further restricted role POST /database/analyze connects as (SELECT on this schema only).
   ANALYZE_DATABASE_USER: optionalString,
   ANALYZE_DATABASE_PASSWORD: optionalString,
-  DB_POOL_MAX: int(10, 1, 200),
+  // -1: not set (DEFAULT_POOL_MAX, or PGBOUNCER_POOL_MAX behind PgBouncer).
+  DB_POOL_MAX: int(-1, 1, 200),
   DB_IDLE_TIMEOUT_S: int(5, 1, 3600),
   INDEX_THREAD_IDLE_S: int(30, 1, 3600),
   DB_QUEUE_TIMEOUT_MS: int(5_000, 0, 600_000),
@@ -313,7 +325,7 @@ export function parseConfig(env: EnvInput): Config {
       password: e.DATABASE_PASSWORD,
       analyze: e.ANALYZE_DATABASE_USER ? { user: e.ANALYZE_DATABASE_USER, password: e.ANALYZE_DATABASE_PASSWORD } : undefined,
       schema: e.SUPABASE_DB_SCHEMA,
-      poolMax: e.DB_POOL_MAX,
+      poolMax: e.DB_POOL_MAX > 0 ? e.DB_POOL_MAX : e.DB_POOLER === 'pgbouncer' ? PGBOUNCER_POOL_MAX : DEFAULT_POOL_MAX,
       idleTimeoutS: e.DB_IDLE_TIMEOUT_S,
       indexThreadIdleS: e.INDEX_THREAD_IDLE_S,
       queueTimeoutMs: e.DB_QUEUE_TIMEOUT_MS,

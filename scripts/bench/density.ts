@@ -12,6 +12,7 @@ import { execa } from 'execa';
 import postgres from 'postgres';
 import { acquireEmbeddedPostgres, restartWithMaxConnections } from '../../src/db/embedded.js';
 import { readEnvFile, setEnvVariable } from '../../cli/env-files.js';
+import { POOLED_ANALYZE_CONNECTIONS, POOLED_POOL } from '../../cli/budget.js';
 import { startPgBouncer, type PgBouncer } from './pgbouncer.js';
 import { CLI_JS, readRssMb } from './processes.js';
 import { makeFigure, percentile, type Figure } from './stats.js';
@@ -162,7 +163,8 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
         users,
         poolSize: pooled.pool_per_role,
         maxDbConnections: pooled.max_db_connections,
-        maxClientConn: opts.groups * 12 + 100,
+        // Every group's whole pool and its analyze role's connections, as README asks of operators.
+        maxClientConn: opts.groups * (POOLED_POOL + POOLED_ANALYZE_CONNECTIONS) + 100,
       });
       for (const file of groups) {
         const u = new URL(readEnvFile(file).DATABASE_URL);

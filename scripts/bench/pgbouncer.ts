@@ -73,9 +73,13 @@ export async function startPgBouncer(opts: {
   );
   for (const f of [userlist, ini]) chmodSync(f, 0o644);
   const asRoot = process.getuid?.() === 0;
+  // One descriptor per client and server connection: a soft limit of 1024 (runuser's default)
+  // would refuse clients below max_client_conn; raised within the hard limit.
+  const fds = (opts.maxClientConn ?? 500) + (opts.maxDbConnections || 1000) + 100;
+  const run = `ulimit -n $(( ${fds} < $(ulimit -Hn) ? ${fds} : $(ulimit -Hn) )) 2>/dev/null; exec "$0" "$1"`;
   const proc: ResultPromise = asRoot
-    ? execa('runuser', ['-u', 'postgres', '--', BINARY, ini], { reject: false, stdio: 'ignore' })
-    : execa(BINARY, [ini], { reject: false, stdio: 'ignore' });
+    ? execa('runuser', ['-u', 'postgres', '--', 'sh', '-c', run, BINARY, ini], { reject: false, stdio: 'ignore' })
+    : execa('sh', ['-c', run, BINARY, ini], { reject: false, stdio: 'ignore' });
   // Ready when it accepts connections (or gone with its log as the reason).
   const deadline = Date.now() + 20_000;
   for (;;) {

@@ -11,6 +11,7 @@ import { createSearchRepo, type RankedTerm } from '../../src/db/search-repo.js';
 import { dropGroupRoles, groupRoleNames, provisionGroupRoles } from '../../src/db/roles.js';
 import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/poll.js';
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../../scripts/bench/pgbouncer.js';
 
 interface Group {
@@ -150,6 +151,59 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
     for (const g of groups) {
       const n = await g.server.api(`/vcons/search/content?q=${g.marker}c`);
       expect(n.status).toBe(200);
+    }
+  });
+
+  it("lets a busy group's requests wait in PgBouncer's queue, not time out waiting for a pool turn (no database_busy)", async () => {
+    // Every server connection of the role is held (a long transaction elsewhere, or 50 busy groups
+    // on a small machine): requests wait in PgBouncer. With the pool PgBouncer groups get by
+    // default (PGBOUNCER_POOL_MAX, what the launcher hands them too) all of them hold a pool turn
+    // while they wait there; with the direct default of 10 (9 turns beside the index thread's
+    // connection) the rest timed out waiting for a turn: database_busy (density bench, 50 groups).
+    const [a] = groups;
+    const CLIENTS = 16;
+    const s = await startTestServer({
+      DATABASE_URL: bouncer.url(a.role, a.password, dbName()),
+      SUPABASE_DB_SCHEMA: a.schema,
+      DB_POOLER: 'pgbouncer',
+      DB_QUEUE_TIMEOUT_MS: '1000',
+      EMBEDDINGS_PROVIDER: 'hashing',
+    });
+    const squatter = createSql({ url: bouncer.url(a.role, a.password, dbName()), schema: a.schema, max: 2, pooler: 'pgbouncer' });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let holding = 0;
+    const held = Promise.all(
+      [0, 1].map(() =>
+        squatter.begin(async (tx) => {
+          await tx`select 1`;
+          holding++;
+          await gate;
+        }),
+      ),
+    );
+    try {
+      // PgBouncer's two server connections for the role are both in a transaction now.
+      await waitFor(async () => holding === 2, 10_000, 20, 'the squatter to hold both server connections');
+      const answers = Promise.all(Array.from({ length: CLIENTS }, () => s.api('/vcons?limit=5')));
+      // Each request has its pool turn and waits in PgBouncer, past DB_QUEUE_TIMEOUT_MS.
+      const t0 = Date.now();
+      await waitFor(
+        async () => s.instance.services.admission.stats().in_use === CLIENTS && Date.now() - t0 > 1500,
+        10_000,
+        50,
+        'every request to hold a pool turn',
+      );
+      release();
+      await held;
+      const statuses = (await answers).map((r) => (r.status === 200 ? 200 : `${r.status} ${r.body?.error}`));
+      expect(statuses).toEqual(Array(CLIENTS).fill(200));
+      expect(s.instance.services.admission.stats().refused).toBe(0);
+    } finally {
+      release();
+      await held.catch(() => undefined);
+      await squatter.end({ timeout: 1 });
+      await s.instance.stop();
     }
   });
 

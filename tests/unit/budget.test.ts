@@ -57,6 +57,6 @@ describe('connection budget', () => {
       { reserve: undefined, held: [] },
     );
     expect(b.refusal).toBeUndefined();
-    expect(b.allocations[0]).toMatchObject({ pool: 10, pooled: true });
+    expect(b.allocations[0]).toMatchObject({ pool: 20, pooled: true });
   });
 });
