@@ -26,6 +26,16 @@ let bouncer: PgBouncer;
 const groups: Group[] = [];
 const dbName = () => new URL(databaseUrl()).pathname.slice(1) || 'postgres';
 
+/** An instance of a group through PgBouncer as its own role. */
+const serveThroughBouncer = (g: Pick<Group, 'role' | 'password' | 'schema'>, env: Record<string, string>) =>
+  startTestServer({
+    DATABASE_URL: bouncer.url(g.role, g.password, dbName()),
+    SUPABASE_DB_SCHEMA: g.schema,
+    DB_POOLER: 'pgbouncer',
+    EMBEDDINGS_PROVIDER: 'hashing',
+    ...env,
+  });
+
 // A newcomer's `npm test` may have no PgBouncer: skip there. CI (.ci/run installs it) always runs it.
 const skip = !pgbouncerInstalled && process.env.CI !== 'true';
 
@@ -54,13 +64,7 @@ beforeAll(async () => {
     poolSize: 2,
   });
   for (const g of made) {
-    const server = await startTestServer({
-      DATABASE_URL: bouncer.url(g.role, g.password, dbName()),
-      SUPABASE_DB_SCHEMA: g.schema,
-      DB_POOLER: 'pgbouncer',
-      DB_POOL_MAX: '10',
-      EMBEDDINGS_PROVIDER: 'hashing',
-    });
+    const server = await serveThroughBouncer(g, { DB_POOL_MAX: '10' });
     groups.push({ ...g, server });
   }
 }, 120_000);
@@ -162,13 +166,7 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
     // connection) the rest timed out waiting for a turn: database_busy (density bench, 50 groups).
     const [a] = groups;
     const CLIENTS = 16;
-    const s = await startTestServer({
-      DATABASE_URL: bouncer.url(a.role, a.password, dbName()),
-      SUPABASE_DB_SCHEMA: a.schema,
-      DB_POOLER: 'pgbouncer',
-      DB_QUEUE_TIMEOUT_MS: '1000',
-      EMBEDDINGS_PROVIDER: 'hashing',
-    });
+    const s = await serveThroughBouncer(a, { DB_QUEUE_TIMEOUT_MS: '1000' });
     const squatter = createSql({ url: bouncer.url(a.role, a.password, dbName()), schema: a.schema, max: 2, pooler: 'pgbouncer' });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
