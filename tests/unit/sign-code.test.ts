@@ -1,0 +1,61 @@
+// The sign code (src/embeddings/code.ts) is stored for every vCon and compared with the query's:
+// a faster computation must give every code bit for bit as the first one did, or stored codes and
+// new ones would disagree near zero. The reference below is that first computation.
+import { describe, expect, it } from 'vitest';
+import { CODE_BITS, signCode, signCodeBytes } from '../../src/embeddings/code.js';
+
+/** The first implementation: one dimension at a time across all 256 sums. */
+const matrices = new Map<number, Int8Array>();
+function reference(v: Float32Array): string {
+  const dims = v.length;
+  let p = matrices.get(dims);
+  if (!p) {
+    p = new Int8Array(dims * CODE_BITS);
+    let s = 0x9e3779b9 ^ dims;
+    for (let i = 0; i < p.length; i++) {
+      s = (s + 0x6d2b79f5) | 0;
+      let t = Math.imul(s ^ (s >>> 15), 1 | s);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      p[i] = ((t ^ (t >>> 14)) >>> 0) & 1 ? 1 : -1;
+    }
+    matrices.set(dims, p);
+  }
+  const acc = new Float64Array(CODE_BITS);
+  for (let d = 0; d < dims; d++) {
+    const x = v[d];
+    if (x === 0) continue;
+    for (let b = 0; b < CODE_BITS; b++) acc[b] += p[d * CODE_BITS + b] * x;
+  }
+  let out = '';
+  for (let b = 0; b < CODE_BITS; b++) out += acc[b] > 0 ? '1' : '0';
+  return out;
+}
+
+const toBits = (bytes: Uint8Array) => Array.from(bytes, (x) => x.toString(2).padStart(8, '0')).join('');
+
+describe('the sign code', () => {
+  it('is bit for bit the first implementation on dense, sparse and tiny vectors of several lengths', () => {
+    let seed = 7;
+    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
+    const vectors: Float32Array[] = [];
+    for (const dims of [8, 100, 356, 1536])
+      for (let k = 0; k < 150; k++) {
+        // Sparse ones (a short text's hashing half), and tiny values whose sums sit near zero.
+        const scale = k % 5 === 0 ? 1e-30 : 1;
+        vectors.push(Float32Array.from({ length: dims }, () => (k % 3 === 0 && rnd() > 0.2 ? 0 : rnd() * scale)));
+      }
+    vectors.push(
+      new Float32Array(356),
+      Float32Array.from({ length: 356 }, (_, i) => (i === 5 ? 1 : 0)),
+    );
+    let ones = 0;
+    for (const v of vectors) {
+      const want = reference(v);
+      expect(signCode(v)).toBe(want);
+      expect(toBits(signCodeBytes(v))).toBe(want);
+      ones += [...want].filter((c) => c === '1').length;
+    }
+    // Not trivially all zeros.
+    expect(ones).toBeGreaterThan(vectors.length * 50);
+  });
+});
