@@ -353,7 +353,7 @@ export async function runSearchBench(opts: SearchBenchOptions = {}): Promise<Sea
       }
     }
     const [{ vcons, units }] = await sql<{ vcons: number; units: number }[]>`
-      select (select count(*)::int from vcons) as vcons, (select count(*)::int from search_units) as units`;
+      select (select count(*)::int from vcons) as vcons, (select coalesce(sum(json_array_length(units)), 0)::int from search_units) as units`;
 
     const instance = await startInstance(config, { log: createLogger({ ...config, logLevel: 'warn' }) });
     const searches = {} as SearchBenchResult['searches'];

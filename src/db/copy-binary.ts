@@ -2,7 +2,7 @@
 // hex text in thousands of bind parameters (issue 17). Only the column types the index writes use.
 import type { Db } from './client.js';
 
-export type CopyType = 'uuid' | 'text' | 'int4' | 'bytea' | 'timestamptz' | 'bit';
+export type CopyType = 'uuid' | 'text' | 'json' | 'int4' | 'bytea' | 'timestamptz' | 'bit';
 export type CopyValue = string | number | Uint8Array | Date | null;
 
 const HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
@@ -16,6 +16,7 @@ function size(type: CopyType, v: CopyValue): number {
     case 'uuid':
       return 16;
     case 'text':
+    case 'json':
       return Buffer.byteLength(v as string, 'utf8');
     case 'int4':
       return 4;
@@ -35,6 +36,8 @@ function put(out: Buffer, at: number, type: CopyType, v: CopyValue): void {
       out.write((v as string).replace(/-/g, ''), at, 16, 'hex');
       break;
     case 'text':
+    case 'json':
+      // json's binary form is its text.
       out.write(v as string, at, 'utf8');
       break;
     case 'int4':

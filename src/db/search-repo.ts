@@ -4,6 +4,7 @@
 import type { Db } from './client.js';
 import { bytesToVector, signCode } from '../embeddings/code.js';
 import type { SearchUnit } from '../domain/derive.js';
+import { unitRows } from './search-index-repo.js';
 
 /** Filters every search accepts (API.md "Search"). */
 export interface SearchFilters {
@@ -243,7 +244,7 @@ export function createSearchRepo(db: Db) {
         -- so each is made once and not again for every use below.
         units as materialized (
           select su.vcon_uuid, su.source, su.idx, su.body, ${unitTsv(db)} as tsv
-          from search_units su where su.vcon_uuid = any(${uuids}::uuid[])
+          from ${unitRows(db)} su where su.vcon_uuid = any(${uuids}::uuid[])
         ),
         ranked as (
           select su.vcon_uuid, su.source, su.idx, su.body, ts_rank_cd(su.tsv, q.query, 32) as rank,
@@ -358,7 +359,7 @@ export function createSearchRepo(db: Db) {
     async units(uuids: string[]): Promise<{ uuid: string; source: SearchUnit['source']; idx: number; body: string }[]> {
       if (uuids.length === 0) return [];
       return db<{ uuid: string; source: SearchUnit['source']; idx: number; body: string }[]>`
-        select vcon_uuid::text as uuid, source, idx, body from search_units where vcon_uuid = any(${uuids}::uuid[])`;
+        select su.vcon_uuid::text as uuid, su.source, su.idx, su.body from ${unitRows(db)} su where su.vcon_uuid = any(${uuids}::uuid[])`;
     },
 
     /** Bodies of some units (for snippets of semantic matches), cut to `chars`. */
@@ -366,7 +367,7 @@ export function createSearchRepo(db: Db) {
       if (keys.length === 0) return new Map();
       const rows = await db<{ uuid: string; source: string; idx: number; body: string }[]>`
         select su.vcon_uuid::text as uuid, su.source, su.idx, left(su.body, ${chars}) as body
-        from search_units su
+        from ${unitRows(db)} su
         join unnest(${keys.map((k) => k.uuid)}::uuid[], ${keys.map((k) => k.source)}::text[], ${keys.map((k) => k.idx)}::int[]) as k(u, s, i)
           on su.vcon_uuid = k.u and su.source = k.s and su.idx = k.i`;
       return new Map(rows.map((r) => [`${r.uuid}/${r.source}/${r.idx}`, r.body]));

@@ -84,7 +84,7 @@ describe('migration runner', () => {
   });
 
   it('starts every schema from the one baseline and the migrations after it, and two groups end up with the same objects', async () => {
-    expect(loadMigrations().map((m) => m.name)).toEqual(['0001_baseline', '0002_index_queue', '0003_lean_index']);
+    expect(loadMigrations().map((m) => m.name)).toEqual(['0001_baseline', '0002_index_queue', '0003_lean_index', '0004_search_units_per_vcon']);
     const [a, b] = [testSchemaName('mig'), testSchemaName('mig')];
     await migrate(pool(a), a);
     await migrate(pool(b), b);

@@ -1,11 +1,14 @@
-// Leaner indexing rounds (issue 17, migration 0003): no stored unit tsvector (keywordMatches makes
+// Leaner indexing rounds (issue 17, migrations 0003, 0004): search units one row per vCon, no stored unit tsvector (keywordMatches makes
 // the page's), no stored unit vectors for a local provider (semanticMatches embeds the page's
 // units), and the ranking tsvector made from the units' texts sent as parameters. Results and
 // matches must be what the stored columns gave. Real PostgreSQL, a schema per case.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { createServices } from '../../src/main.js';
-import { createSql } from '../../src/db/client.js';
+import { createSql, type Sql } from '../../src/db/client.js';
+import { unitRows } from '../../src/db/search-index-repo.js';
+import { decodeBodies, extractUnits } from '../../src/domain/derive.js';
+import type { JsonObject } from '../../src/domain/vcon.js';
 import { loadMigrations, migrate } from '../../src/db/migrate.js';
 import { createEmbeddingProvider } from '../../src/embeddings/index.js';
 import { dot } from '../../src/embeddings/text.js';
@@ -35,6 +38,21 @@ const rich = () =>
     ],
   });
 
+/** The best three units holding "kettle" in rich(): by weight (subject A, analysis C, the rest D), then cover density. */
+const KETTLE_MATCHES = [
+  ['subject', 0],
+  ['analysis', 0],
+  ['attachment', 1],
+];
+
+/** The ranking tsvector as the indexer before migration 0003 aggregated it from the unit rows `su`. */
+const GAP = ' . the the the . ';
+const OLD_TSV = (sql: Sql) => sql`
+  setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${GAP} order by su.idx) filter (where su.source = 'subject'), ''), 200000)), 'A')
+  || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${GAP} order by su.idx) filter (where su.source = 'party'), ''), 200000)), 'B')
+  || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${GAP} order by su.idx) filter (where su.source = 'analysis'), ''), 200000)), 'C')
+  || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${GAP} order by su.source, su.idx) filter (where su.source in ('dialog', 'attachment')), ''), 200000)), 'D')`;
+
 describe('indexing without stored unit tsvectors and local unit vectors', () => {
   let t: TestSchema;
   beforeAll(async () => {
@@ -48,15 +66,9 @@ describe('indexing without stored unit tsvectors and local unit vectors', () => 
     const v = rich();
     await services.vcons.create(v, internalCtx, { waitFor: 'search' });
     // The statement that wrote vcon_search before migration 0003, over the stored units.
-    const gap = ' . the the the . ';
     const [r] = await t.sql<{ same: boolean; lexemes: number }[]>`
       with old as (
-        select
-          setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${gap} order by su.idx) filter (where su.source = 'subject'), ''), 200000)), 'A')
-          || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${gap} order by su.idx) filter (where su.source = 'party'), ''), 200000)), 'B')
-          || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${gap} order by su.idx) filter (where su.source = 'analysis'), ''), 200000)), 'C')
-          || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${gap} order by su.source, su.idx) filter (where su.source in ('dialog', 'attachment')), ''), 200000)), 'D') as tsv
-        from search_units su where su.vcon_uuid = ${v.uuid as string}::uuid
+        select ${OLD_TSV(t.sql)} as tsv from ${unitRows(t.sql)} su where su.vcon_uuid = ${v.uuid as string}::uuid
       )
       select vs.tsv = old.tsv as same, length(vs.tsv) as lexemes from vcon_search vs, old where vs.vcon_uuid = ${v.uuid as string}::uuid`;
     expect(r).toEqual({ same: true, lexemes: expect.any(Number) });
@@ -75,11 +87,7 @@ describe('indexing without stored unit tsvectors and local unit vectors', () => 
     const hit = r.results.find((x) => x.uuid === v.uuid)!;
     // The best three units holding the word, by weight (subject A, analysis C, the rest D) and
     // cover density; each snippet marks the word.
-    expect(hit.matches.map((m) => [m.source, m.index])).toEqual([
-      ['subject', 0],
-      ['analysis', 0],
-      ['attachment', 1],
-    ]);
+    expect(hit.matches.map((m) => [m.source, m.index])).toEqual(KETTLE_MATCHES);
     for (const m of hit.matches) expect(m.snippet.toLowerCase()).toContain('**kettle**');
     // A word only in a party's name: that unit, weight B.
     const party = await services.search.content({ q: 'Ottoline' }, internalCtx);
@@ -101,7 +109,7 @@ describe('indexing without stored unit tsvectors and local unit vectors', () => 
     // What stored unit vectors gave: the embeddable (non-party) units closest to the query, best three above the threshold.
     const provider = createEmbeddingProvider(configFor(t.schema));
     const units = await t.sql<{ source: string; idx: number; body: string }[]>`
-      select source, idx, body from search_units where vcon_uuid = ${v.uuid as string}::uuid and source <> 'party'`;
+      select su.source, su.idx, su.body from ${unitRows(t.sql)} su where su.vcon_uuid = ${v.uuid as string}::uuid and su.source <> 'party'`;
     const [qv, ...uv] = await provider.embed([q, ...units.map((u) => u.body)]);
     const expected = units
       .map((u, i) => ({ source: u.source, index: u.idx, score: dot(qv, uv[i]) }))
@@ -115,7 +123,7 @@ describe('indexing without stored unit tsvectors and local unit vectors', () => 
   });
 });
 
-describe('migration 0003 on a group indexed before it', () => {
+describe('migrations 0003 and 0004 on a group indexed before them', () => {
   const schemas: string[] = [];
   const pools: ReturnType<typeof createSql>[] = [];
   afterAll(async () => {
@@ -125,7 +133,11 @@ describe('migration 0003 on a group indexed before it', () => {
     await admin.end();
   });
 
-  /** A group at migration 0002 holding one indexed vCon and stored unit vectors of the given providers. */
+  /**
+   * A group at migration 0002 holding one vCon indexed as the indexer before 0003 did (a row per
+   * unit with its generated tsvector, the aggregated ranking tsvector) and unit vectors of the
+   * given providers (with the vCon's code in the remote provider's space, as they were written together).
+   */
   async function oldGroup(providers: string[]) {
     const schema = testSchemaName('lean_mig');
     const sql = createSql({ url: databaseUrl(), schema, max: 3 });
@@ -135,35 +147,47 @@ describe('migration 0003 on a group indexed before it', () => {
     const services = createServices(sql, configFor(schema));
     await services.stop();
     const v = rich();
-    await services.vcons.create(v, internalCtx, { waitFor: 'search' });
     const uuid = v.uuid as string;
-    // What an indexer before 0003 stored: the generated unit tsvector, and unit vectors (plus the
-    // vCon's code in the remote provider's space, as that indexer wrote them together).
+    await services.vcons.create(v, internalCtx);
+    const units = extractUnits(v as JsonObject, await decodeBodies(v as JsonObject));
+    for (const u of units) await sql`insert into search_units (vcon_uuid, source, idx, body) values (${uuid}, ${u.source}, ${u.idx}, ${u.body})`;
+    await sql`insert into vcon_search (vcon_uuid, created_at, tsv)
+      select su.vcon_uuid, v.created_at, ${OLD_TSV(sql)} from search_units su join vcons v on v.uuid = su.vcon_uuid group by su.vcon_uuid, v.created_at`;
+    await sql`delete from index_queue`;
     const [g] = await sql<{ n: number; same: boolean }[]>`
       select count(*)::int as n, bool_and(tsv = setweight(to_tsvector('english'::regconfig, body),
         (case source when 'subject' then 'A' when 'party' then 'B' when 'analysis' then 'C' else 'D' end)::"char")) as same
       from search_units where vcon_uuid = ${uuid}::uuid`;
     // keywordMatches makes each unit's tsvector with the expression of the column it replaces.
-    expect(g).toEqual({ n: 10, same: true });
+    expect(g).toEqual({ n: units.length, same: true });
     for (const [i, p] of providers.entries()) {
       await sql`insert into search_vectors (vcon_uuid, source, idx, provider, model, vec) values (${uuid}, 'dialog', ${i}, ${p}, 'm', '\\x00')`;
     }
-    if (providers.includes('openai')) await sql`update vcon_codes set provider = 'openai'`;
-    return { sql, schema, services, uuid };
+    if (providers.includes('openai'))
+      await sql`insert into vcon_codes (vcon_uuid, provider, model, created_at, code) select ${uuid}, 'openai', 'm', now(), repeat('0', 256)::bit(256)`;
+    return { sql, schema, services, uuid, units };
   }
 
-  test('drops the unit tsvector column and the local unit vectors; keyword matches are unchanged', async () => {
+  test('keep every unit, one row per vCon in (source, idx) order, drop the unit tsvectors and local unit vectors; matches as before', async () => {
     const g = await oldGroup(['glove', 'hashing']);
-    const before = await g.services.search.content({ q: 'kettle' }, internalCtx);
-    expect((await migrate(g.sql, g.schema)).applied).toEqual(['0003_lean_index']);
-    const [col] = await g.sql`
-      select 1 from information_schema.columns where table_schema = ${g.schema} and table_name = 'search_units' and column_name = 'tsv'`;
-    expect(col).toBeUndefined();
+    const before = await g.sql<{ source: string; idx: number; body: string }[]>`select source, idx, body from search_units order by source, idx`;
+    expect((await migrate(g.sql, g.schema)).applied).toEqual(['0003_lean_index', '0004_search_units_per_vcon']);
+    const cols = await g.sql<{ column_name: string }[]>`
+      select column_name from information_schema.columns where table_schema = ${g.schema} and table_name = 'search_units' order by ordinal_position`;
+    expect(cols.map((c) => c.column_name)).toEqual(['vcon_uuid', 'units']);
+    const [row] = await g.sql<
+      { units: { source: string; idx: number; body: string }[] }[]
+    >`select units from search_units where vcon_uuid = ${g.uuid}::uuid`;
+    expect(row.units).toEqual(before);
     const [n] = await g.sql<{ n: number }[]>`select count(*)::int as n from search_vectors`;
     expect(n.n).toBe(0);
-    const after = await g.services.search.content({ q: 'kettle' }, internalCtx);
-    expect(after.results.find((r) => r.uuid === g.uuid)!.matches.length).toBe(3);
-    expect(after).toEqual(before);
+    // The ranking tsvector from before, the units' tsvectors made at query time: the matches of the fresh index.
+    const r = await g.services.search.content({ q: 'kettle' }, internalCtx);
+    expect(r.results.find((x) => x.uuid === g.uuid)!.matches.map((m) => [m.source, m.index])).toEqual(KETTLE_MATCHES);
+    // Deleting the vCon still takes its units along (the foreign key moved to the new table).
+    await g.services.vcons.remove(g.uuid, internalCtx);
+    const [left] = await g.sql<{ n: number }[]>`select count(*)::int as n from search_units`;
+    expect(left.n).toBe(0);
   });
 
   test("keeps a remote provider's unit vectors", async () => {
