@@ -50,6 +50,8 @@ export interface DensityResult {
   healthy_s: number;
   pool_per_group: number[];
   idle_rss_mb: { total: number; per_group_median: number; per_group_max: number };
+  /** After each group's first write (wait_for=search: its index thread started) and semantic search. */
+  first_use_rss_mb: { total: number; per_group_median: number; per_group_max: number };
   requests: number;
   statuses: Record<string, number>;
   /** 5xx answers other than 503 database_busy. */
@@ -182,6 +184,19 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
     opts.log(`  ${opts.groups} groups healthy in ${healthy_s.toFixed(1)} s`);
     await sleep(5_000);
     const idle = status.map((s) => readRssMb(s.pid));
+    // Each group's first write and search, all at once: the index thread starts, word vectors are read.
+    await Promise.all(
+      status.map(async (s) => {
+        const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
+        const base = `${s.url}/api/v1`;
+        const body = JSON.stringify({ ...vconDoc(), uuid: randomUUID() });
+        await fetch(`${base}/vcons?wait_for=search`, { method: 'POST', headers, body }).then((r) => r.text());
+        await fetch(`${base}/vcons/search/semantic?q=${encodeURIComponent(`problem with my ${pick(WORDS)}`)}&limit=10`, { headers }).then((r) =>
+          r.text(),
+        );
+      }),
+    );
+    const firstUse = status.map((s) => readRssMb(s.pid));
 
     // The operator and the connection sampler: a fresh connection every second.
     const operator = { attempts: 0, refused: 0, reasons: [] as string[] };
@@ -298,6 +313,7 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
       healthy_s,
       pool_per_group: [...new Set(status.map((s) => s.db_pool ?? NaN))],
       idle_rss_mb: summarize(idle),
+      first_use_rss_mb: summarize(firstUse),
       requests: DENSITY_ROUTES.reduce((n, r) => n + samples[r].length, 0) + Object.values(errors).reduce((a, b) => a + b, 0),
       statuses,
       other_5xx: otherFiveXX,
@@ -337,6 +353,14 @@ export function densityFigures(r: DensityResult): Figure[] {
   return [
     one('healthy_s', 'start --all --detach to all healthy', 's', r.healthy_s, 15),
     one('idle_rss', 'idle RSS per instance (max)', 'MB', r.idle_rss_mb.per_group_max, 80, `total ${r.idle_rss_mb.total.toFixed(0)} MB`),
+    one(
+      'first_use_rss',
+      'RSS per instance after its first write and search (max)',
+      'MB',
+      r.first_use_rss_mb.per_group_max,
+      110,
+      `total ${r.first_use_rss_mb.total.toFixed(0)} MB`,
+    ),
     one('rss_after', 'RSS per instance after the load (max)', 'MB', r.rss_after_mb.per_group_max, 160, `total ${r.rss_after_mb.total.toFixed(0)} MB`),
     one('other_5xx', '5xx other than database_busy', 'requests', r.other_5xx, 0, `${r.requests} requests, ${r.database_busy} database_busy`),
     ...(r.pgbouncer ? [one('database_busy', 'database_busy answers', 'requests', r.database_busy, 0, `${r.requests} requests`)] : []),
@@ -354,11 +378,11 @@ export function densityMarkdown(results: DensityResult[]): string {
     '',
     `One PostgreSQL with max_connections = ${results[0]?.max_connections}, started by the bench; \`vcon-launch start --all --detach\`; mixed load (30% creates, 30% reads by uuid, 25% keyword, 15% semantic searches) over every group at once; an ordinary (non-superuser) operator role opens a fresh connection every second.`,
     '',
-    '| N | clients/group | pool/group | healthy (s) | idle RSS total / max per group (MB) | requests | statuses | database_busy | other 5xx | no answer | RSS after total / max (MB) | max connections in use | operator refused | lost |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| N | clients/group | pool/group | healthy (s) | idle RSS total / max per group (MB) | after first write + search total / max (MB) | requests | statuses | database_busy | other 5xx | no answer | RSS after total / max (MB) | max connections in use | operator refused | lost |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...results.map(
       (r) =>
-        `| ${r.groups}${r.pgbouncer ? ' (PgBouncer)' : ''} | ${r.clients_per_group} | ${r.pool_per_group.join(',')} | ${f(r.healthy_s)} | ${f(r.idle_rss_mb.total)} / ${f(r.idle_rss_mb.per_group_max)} | ${r.requests} | ${Object.entries(
+        `| ${r.groups}${r.pgbouncer ? ' (PgBouncer)' : ''} | ${r.clients_per_group} | ${r.pool_per_group.join(',')} | ${f(r.healthy_s)} | ${f(r.idle_rss_mb.total)} / ${f(r.idle_rss_mb.per_group_max)} | ${f(r.first_use_rss_mb.total)} / ${f(r.first_use_rss_mb.per_group_max)} | ${r.requests} | ${Object.entries(
           r.statuses,
         )
           .map(([k, v]) => `${k}: ${v}`)
