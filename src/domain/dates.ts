@@ -73,6 +73,13 @@ export function dateTimeProblem(s: string): 'format' | 'range' | undefined {
   return inInstantRange(t) ? undefined : 'range';
 }
 
+/** The instant of a storable date-time, or undefined when it isn't one: isDateTime and parseDateTime in one reading. */
+export function readDateTime(s: string): Date | undefined {
+  const fast = canonicalInstant(s);
+  if (fast !== undefined) return fast >= MIN_INSTANT && fast <= MAX_INSTANT ? new Date(fast) : undefined;
+  return dateTimeProblem(s) === undefined ? parseDateTime(s) : undefined;
+}
+
 /** True for RFC 3339 / ISO 8601 date-times with a real calendar date, in range after the offset. */
 export const isDateTime = (s: string): boolean => dateTimeProblem(s) === undefined;
 

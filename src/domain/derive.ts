@@ -1,6 +1,7 @@
 // Pure extraction of the derived rows of a stored vCon (ARCHITECTURE.md "Storage model"): what
 // lists, filters, discovery, tags, analytics and search read instead of scanning documents.
-import { parseDateTime, isDateTime, type JsonObject, type VconKind } from './vcon.js';
+import type { JsonObject, VconKind } from './vcon.js';
+import { readDateTime } from './dates.js';
 import { decodeBase64Text, emailText, isEmailMediatype } from './email.js';
 
 export interface PartyRow {
@@ -79,7 +80,7 @@ const arr = (v: unknown): JsonObject[] =>
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const bodyBytes = (v: unknown): number | null =>
   v === undefined || v === null ? null : Buffer.byteLength(typeof v === 'string' ? v : JSON.stringify(v));
-const date = (v: unknown): Date | null => (typeof v === 'string' && isDateTime(v) ? parseDateTime(v) : null);
+const date = (v: unknown): Date | null => (typeof v === 'string' ? (readDateTime(v) ?? null) : null);
 
 /** True for the tags attachment, under `purpose` or legacy `type`. */
 export const isTagsAttachment = (a: JsonObject): boolean => a.purpose === 'tags' || a.type === 'tags';

@@ -1,7 +1,7 @@
 // Date-times are read on every write (~20 per vCon): the fast reading of the toISOString form must
 // answer exactly what the general rules answer, for valid and invalid dates alike.
 import { describe, expect, it } from 'vitest';
-import { dateTimeProblem, MAX_INSTANT, MIN_INSTANT, parseDateTime } from '../../src/domain/dates.js';
+import { dateTimeProblem, MAX_INSTANT, MIN_INSTANT, parseDateTime, readDateTime } from '../../src/domain/dates.js';
 import { validate, Vcon } from '../../src/domain/vcon.js';
 import { ValidationError } from '../../src/domain/errors.js';
 
@@ -65,6 +65,7 @@ describe('date-times', () => {
     const valid = cases.filter((s) => oracleProblem(s) === undefined);
     expect(valid.length).toBeGreaterThan(1000);
     expect(valid.filter((s) => parseDateTime(s).getTime() !== oracleParse(s).getTime())).toEqual([]);
+    expect(cases.filter((s) => readDateTime(s)?.getTime() !== (oracleProblem(s) === undefined ? oracleParse(s).getTime() : undefined))).toEqual([]);
   });
 
   it('a vCon date is refused with one problem naming format or range', () => {
