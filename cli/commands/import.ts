@@ -230,6 +230,45 @@ function createProgress(total: number, enabled: boolean) {
   };
 }
 
+/** Reads every file, yielding to the event loop now and then so a temporary instance can start meanwhile. */
+async function readAllItems(files: string[], rejected: ImportOutcome[]): Promise<Item[]> {
+  const out: Item[] = [];
+  for (let i = 0; i < files.length; i++) {
+    if (i % 500 === 499) await new Promise((r) => setImmediate(r));
+    for (const item of readItems(files[i], rejected)) out.push(item);
+  }
+  return out;
+}
+
+/** Starts the group's instance for this import alone (as the group's own role, like a started group). */
+async function startTemporary(
+  spec: GroupSpec,
+  instancesDir: string,
+  launcher: LauncherEnvironment,
+): Promise<{ api: string; stop: () => Promise<void> }> {
+  const databases: Databases = await openDatabases([spec], { verbose: false });
+  let child: Child;
+  try {
+    const store = createCredentialStore(resolveDir(instancesDir));
+    const identity = (await prepareIdentities([spec], databases, { store, launcher, quiet: true })).get(spec.name)!;
+    const env = { ...launcher.inherited, ...spec.env, ...identity.env, MCP_HTTP_PORT: '0', LOG_LEVEL: 'warn' };
+    child = await spawnChild(spec, { env, onLine: () => {} });
+  } catch (err) {
+    await databases.release();
+    throw err;
+  }
+  return {
+    api: child.api,
+    async stop() {
+      try {
+        await child.stop();
+      } finally {
+        await databases.release();
+      }
+    },
+  };
+}
+
 /**
  * Loads vCon files into a group through POST /vcons/batch: into its running instance when the
  * registry has one, otherwise into a temporary instance started (and stopped) for the import.
@@ -242,32 +281,35 @@ export async function importFiles(
   const headers = authHeaders(spec);
   const files = collectFiles(opts.paths);
   if (!files.length) throw new UserError(`no .json or .vcon files under ${opts.paths.join(', ')}`);
+  const running = createRegistry(resolveDir(opts.instancesDir)).get(spec.name);
+  if (!running && !spec.config.rest.enabled) throw new UserError(`group ${spec.name} has REST_API_ENABLED=false; import needs the REST API`);
+  // A temporary instance boots (in a process of its own) while the files are read and checked.
+  const temporary = running ? undefined : startTemporary(spec, opts.instancesDir, launcher);
+  // Its failure is reported where it is awaited, after the reading (not as an unhandled rejection meanwhile).
+  temporary?.catch(() => undefined);
   const outcomes: ImportOutcome[] = [];
-  const read = files.flatMap((f) => readItems(f, outcomes));
+  let read: Item[];
+  try {
+    read = await readAllItems(files, outcomes);
+  } catch (err) {
+    await temporary?.then(
+      (t) => t.stop(),
+      () => undefined,
+    );
+    throw err;
+  }
   const derived = read.filter((i) => i.derived).length;
   const { send: items, skipped, collisions } = dropCollisions(read);
   outcomes.push(...skipped);
 
-  const running = createRegistry(resolveDir(opts.instancesDir)).get(spec.name);
-  let child: Child | undefined;
-  let databases: Databases | undefined;
+  let stopTemporary: (() => Promise<void>) | undefined;
   let api: string;
   if (running) {
     api = `${running.url}${running.api_base_path ?? spec.config.rest.basePath}`;
   } else {
-    if (!spec.config.rest.enabled) throw new UserError(`group ${spec.name} has REST_API_ENABLED=false; import needs the REST API`);
-    databases = await openDatabases([spec], { verbose: false });
-    try {
-      // The temporary instance serves as the group's own role, like a started group.
-      const store = createCredentialStore(resolveDir(opts.instancesDir));
-      const identity = (await prepareIdentities([spec], databases, { store, launcher, quiet: true })).get(spec.name)!;
-      const env = { ...launcher.inherited, ...spec.env, ...identity.env, MCP_HTTP_PORT: '0', LOG_LEVEL: 'warn' };
-      child = await spawnChild(spec, { env, onLine: () => {} });
-    } catch (err) {
-      await databases.release();
-      throw err;
-    }
-    api = child.api;
+    const t = await temporary!;
+    stopTemporary = t.stop;
+    api = t.api;
   }
   const t0 = Date.now();
   const progress = createProgress(items.length, Boolean(opts.progress));
@@ -299,8 +341,7 @@ export async function importFiles(
     }
     progress.update(done, true);
   } finally {
-    await child?.stop();
-    await databases?.release();
+    await stopTemporary?.();
   }
   const count = (o: ImportOutcome['outcome']) => outcomes.filter((x) => x.outcome === o).length;
   return {
