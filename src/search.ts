@@ -127,13 +127,27 @@ function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => P
     await t.terminate();
   };
 
+  let checking = false;
   const retireIfIdle = () => {
     const t = thread;
     // Idle means: a round found nothing after every wake sent, and no wake came since.
-    if (!t || idleSince === undefined || Date.now() - idleSince < idleMs) return;
-    thread = undefined;
-    retiring.add(t);
-    void end(t);
+    if (!t || checking || idleSince === undefined || Date.now() - idleSince < idleMs) return;
+    // Rows still queued (embeddings failing, retried with back-off) keep it: retired, it would
+    // leave them until the next write. One look at the queue, only when it would retire.
+    checking = true;
+    hasPending().then(
+      (yes) => {
+        checking = false;
+        if (t !== thread || idleSince === undefined) return; // replaced, or woken meanwhile
+        if (yes) idleSince = Date.now();
+        else {
+          thread = undefined;
+          retiring.add(t);
+          void end(t);
+        }
+      },
+      () => (checking = false),
+    );
   };
 
   return {

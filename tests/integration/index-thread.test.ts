@@ -99,6 +99,25 @@ describe('an idle group', () => {
     }
   });
 
+  it('keeps its thread while queued rows wait for a retry (an embedding endpoint down)', async () => {
+    const s = await startTestServer({
+      ...env,
+      EMBEDDINGS_PROVIDER: 'openai',
+      EMBEDDINGS_URL: 'http://127.0.0.1:9/v1',
+      EMBEDDINGS_MODEL: 'never-answers',
+    });
+    try {
+      const w = await s.api('/vcons', { method: 'POST', json: { vcon: '0.3.0', subject: 'embedding endpoint down', parties: [{ name: 'D' }] } });
+      expect(w.status).toBe(201);
+      await waitFor(async () => (await s.api('/health')).body.index.failing === 1, 20_000, 100, 'the embedding to fail');
+      // Well past INDEX_THREAD_IDLE_S (1 s) and the retirement check: the retries still have a thread.
+      const until = Date.now() + 4_000;
+      while (Date.now() < until) expect((await s.api('/health')).body.index).toMatchObject({ pending: 1, thread: true });
+    } finally {
+      await s.close();
+    }
+  });
+
   it('indexes rows a crash left queued as soon as it starts, without any request', async () => {
     const schema = testSchemaName('idx');
     const first = await startTestServer({ ...env, SUPABASE_DB_SCHEMA: schema });
