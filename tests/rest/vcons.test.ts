@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { KEY, startTestServer, type TestServer } from '../helpers/server.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -43,6 +43,25 @@ describe('vCon CRUD', () => {
     expect(g2.body.vcon.subject).toBe('Order 42 (replaced)');
     expect(g2.body.vcon.updated_at).toBeTruthy();
     expect(g2.body.vcon.created_at).toBe(g.body.vcon.created_at);
+  });
+
+  it('answers a GET with the stored text, its JSON type and exact byte length, and a HEAD with the headers alone', async () => {
+    const c = await s.api('/vcons', { method: 'POST', json: { ...base(), subject: 'Grüße, 注文 ✓ — "quoted"' } });
+    const url = `${s.base}/vcons/${c.body.uuid}`;
+    const headers = { authorization: `Bearer ${KEY}` };
+    const g = await fetch(url, { headers });
+    const bytes = Buffer.from(await g.arrayBuffer());
+    expect(g.status).toBe(200);
+    expect(g.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(Number(g.headers.get('content-length'))).toBe(bytes.length);
+    expect(g.headers.get('x-request-id')).toBeTruthy();
+    const body = JSON.parse(bytes.toString('utf8'));
+    expect(body).toMatchObject({ success: true, vcon: { uuid: c.body.uuid, subject: 'Grüße, 注文 ✓ — "quoted"' } });
+    const h = await fetch(url, { method: 'HEAD', headers });
+    expect(h.status).toBe(200);
+    expect(h.headers.get('content-length')).toBe(String(bytes.length));
+    expect((await h.arrayBuffer()).byteLength).toBe(0);
+    expect((await fetch(url)).status).toBe(401);
   });
 
   it('keeps unknown fields, extension fields and key order', async () => {
