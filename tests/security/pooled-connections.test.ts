@@ -13,8 +13,9 @@ const subjectOf = (i: number) => `pooled check ${i} ${'xyzzy'.repeat((i % 3) + 1
 
 beforeAll(async () => {
   // A small pool, so the failing queries and the requests share connections: three for requests,
-  // one for the index thread.
-  s = await startTestServer({ DB_POOL_MAX: '4' });
+  // one for the index thread. The wait for a turn is long: this test is about right answers, and
+  // ~250 requests on three connections of a loaded CI machine may wait past the default 5 s.
+  s = await startTestServer({ DB_POOL_MAX: '4', DB_QUEUE_TIMEOUT_MS: '60000' });
   const items = Array.from({ length: N }, (_, i) => ({
     uuid: uuidOf(i),
     created_at: new Date(Date.UTC(2025, 0, 1 + i, 12)).toISOString(),
