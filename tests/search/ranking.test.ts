@@ -54,7 +54,9 @@ const email = buildVcon({
 
 beforeAll(async () => {
   srv = await startTestServer();
-  const r = await srv.api('/vcons/batch', { method: 'POST', json: [three, two, one, rare, blue, red, queen, call, email] });
+  // wait_for=search: these tests are about ranking, not about the bounded catch-up of a search
+  // right after a write (tests/search/index-queue.test.ts), which a loaded machine can outlast.
+  const r = await srv.api('/vcons/batch?wait_for=search', { method: 'POST', json: [three, two, one, rare, blue, red, queen, call, email] });
   expect(r.status).toBe(201);
   mcp = await connectHttp(srv.instance.url!, KEY);
 });
