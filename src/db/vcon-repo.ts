@@ -215,11 +215,6 @@ export function createVconRepo(db: Db) {
       return row !== undefined;
     },
 
-    async existing(uuids: string[]): Promise<Set<string>> {
-      const rows = await stage('sql: existing', () => db<{ uuid: string }[]>`select uuid::text from vcons where uuid = any(${uuids}::uuid[])`);
-      return new Set(rows.map((r) => r.uuid));
-    },
-
     /** Deletes a vCon; derived rows go with it (on delete cascade) in the same statement. */
     async remove(uuid: string): Promise<boolean> {
       const rows = await db`delete from vcons where uuid = ${uuid}::uuid returning uuid`;
