@@ -62,6 +62,13 @@ export interface ImportReport {
   outcomes: ImportOutcome[];
   /** The running instance used, or "temporary" when the launcher started one. */
   via: string;
+  /**
+   * vCons of the group still queued for search indexing when the import ended (stored and
+   * readable, not yet searchable); null when the instance did not say.
+   */
+  pending_index: number | null;
+  /** Whether the instance used keeps running (and indexing): false for a temporary one. */
+  running: boolean;
 }
 
 /** Every .json / .vcon file under the given paths (directories recursively), sorted, deduplicated. */
@@ -230,6 +237,17 @@ function createProgress(total: number, enabled: boolean) {
   };
 }
 
+/** The instance's index queue length (GET /health), or null when it does not answer with one. */
+async function pendingIndex(api: string, headers: Record<string, string>): Promise<number | null> {
+  try {
+    const res = await fetch(`${api}/health`, { headers });
+    const body = (await res.json()) as { index?: { pending?: unknown } | null };
+    return typeof body.index?.pending === 'number' ? body.index.pending : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Reads every file, yielding to the event loop now and then so a temporary instance can start meanwhile. */
 async function readAllItems(files: string[], rejected: ImportOutcome[]): Promise<Item[]> {
   const out: Item[] = [];
@@ -313,6 +331,7 @@ export async function importFiles(
   }
   const t0 = Date.now();
   const progress = createProgress(items.length, Boolean(opts.progress));
+  let pending: number | null;
   try {
     let done = 0;
     // Files sharing a uuid (a vCon and its signed form, say) go in successive rounds, in file order.
@@ -340,6 +359,9 @@ export async function importFiles(
       queue = next;
     }
     progress.update(done, true);
+    // Indexing runs behind the writes: say what is not searchable yet (a temporary instance
+    // leaves it queued for the group's server).
+    pending = await pendingIndex(api, headers);
   } finally {
     await stopTemporary?.();
   }
@@ -356,6 +378,8 @@ export async function importFiles(
     seconds: (Date.now() - t0) / 1000,
     outcomes,
     via: running ? `running instance ${running.url} (pid ${running.pid})` : 'a temporary instance',
+    pending_index: pending,
+    running: Boolean(running),
   };
 }
 
@@ -378,6 +402,12 @@ export function formatImport(r: ImportReport, cwd = process.cwd()): string {
   }
   if (r.derived_uuids)
     lines.push(`  ${r.derived_uuids} vCon(s) without a uuid got one derived from their content (importing them again replaces them)`);
+  if (r.pending_index)
+    lines.push(
+      r.running
+        ? `  ${r.pending_index} vCon(s) queued for search indexing: readable now, searchable as the running instance indexes them (\`vcon-launch status\` shows the lag)`
+        : `  ${r.pending_index} vCon(s) queued for search indexing: readable now, searchable once the group's server has indexed them (\`vcon-launch start --group ${r.group}\` does it in the background; \`vcon-launch status\` shows the lag)`,
+    );
   return lines.join('\n');
 }
 

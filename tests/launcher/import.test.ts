@@ -131,6 +131,38 @@ describe('vcon-launch import', () => {
   }, 120_000);
 });
 
+describe('vcon-launch import, indexing behind', () => {
+  // The group's embedding endpoint refuses: every imported vCon stays queued for indexing, so the
+  // report's count is known.
+  let ws: Workspace;
+  beforeAll(() => {
+    ws = createWorkspace(['slow'], { slow: { EMBEDDINGS_PROVIDER: 'openai', EMBEDDINGS_URL: 'http://127.0.0.1:9/v1' } });
+  });
+  afterAll(() => ws?.cleanup());
+
+  test('says how many vCons are readable but not yet searchable, and who indexes them', async () => {
+    const dir = path.join(ws.dir, 'three');
+    mkdirSync(dir);
+    for (let i = 0; i < 3; i++) {
+      writeFileSync(
+        path.join(dir, `${i}.json`),
+        JSON.stringify({ vcon: '0.3.0', subject: `queued ${i}`, created_at: '2025-03-01T10:00:00Z', parties: [{ name: 'Ann' }] }),
+      );
+    }
+    const json = JSON.parse((await ws.run(['import', '--group', 'slow', dir, '--json'])).stdout);
+    expect(json).toMatchObject({ stored: 3, pending_index: 3, running: false });
+    writeFileSync(
+      path.join(dir, '3.json'),
+      JSON.stringify({ vcon: '0.3.0', subject: 'queued 3', created_at: '2025-03-01T10:00:00Z', parties: [{ name: 'Bo' }] }),
+    );
+    const r = await ws.run(['import', '--group', 'slow', dir]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /^ {2}4 vCon\(s\) queued for search indexing: readable now, searchable once the group's server has indexed them \(`vcon-launch start --group slow` does it/m,
+    );
+  }, 60_000);
+});
+
 describe('content uuid', () => {
   test("is RFC 9562 version 5 (the RFC's DNS example) over key-sorted JSON", () => {
     expect(uuidV5('www.example.com', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe('2ed6657d-e927-568b-95e1-2665a8aea6a2');
