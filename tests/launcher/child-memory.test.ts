@@ -1,0 +1,31 @@
+// The memory settings every group's process starts with (issue 15): a small young generation and
+// two malloc arenas, each unless the operator's environment says otherwise. Read from the running
+// processes themselves (/proc), as an operator would check them.
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createWorkspace, type Workspace } from './helpers.js';
+
+const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+const argv = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+
+describe('memory settings of a group process', () => {
+  let ws: Workspace;
+  beforeAll(() => {
+    ws = createWorkspace(['plain', 'tuned'], { tuned: { MALLOC_ARENA_MAX: '4', NODE_OPTIONS: '--max-semi-space-size=8' } });
+  });
+  afterAll(async () => {
+    await ws?.run(['stop', '--all']);
+    await ws?.cleanup();
+  });
+
+  test('two malloc arenas and a 2 MB semi-space by default; an operator setting wins', async () => {
+    const r = await ws.run(['start', '--all', '--detach']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const reg = ws.registry();
+    expect(environ(reg.plain.pid)).toContain('MALLOC_ARENA_MAX=2');
+    expect(argv(reg.plain.pid)).toContain('--max-semi-space-size=2');
+    expect(environ(reg.tuned.pid)).toContain('MALLOC_ARENA_MAX=4');
+    expect(environ(reg.tuned.pid)).not.toContain('MALLOC_ARENA_MAX=2');
+    expect(argv(reg.tuned.pid)).not.toContain('--max-semi-space-size=2');
+  }, 60_000);
+});
