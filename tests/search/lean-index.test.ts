@@ -60,11 +60,17 @@ describe('indexing without stored unit tsvectors and local unit vectors', () => 
   });
   afterAll(() => t?.drop());
 
-  test('the ranking tsvector equals the aggregate of the stored units it was made from before', async () => {
+  /** Services on the schema without their background worker, and rich() written and indexed. */
+  const indexedRich = async () => {
     const services = createServices(t.sql, configFor(t.schema));
     await services.stop();
     const v = rich();
     await services.vcons.create(v, internalCtx, { waitFor: 'search' });
+    return { services, v };
+  };
+
+  test('the ranking tsvector equals the aggregate of the stored units it was made from before', async () => {
+    const { v } = await indexedRich();
     // The statement that wrote vcon_search before migration 0003, over the stored units.
     const [r] = await t.sql<{ same: boolean; lexemes: number }[]>`
       with old as (
@@ -76,13 +82,10 @@ describe('indexing without stored unit tsvectors and local unit vectors', () => 
   });
 
   test('keyword matches come from unit tsvectors made at query time', async () => {
-    const services = createServices(t.sql, configFor(t.schema));
-    await services.stop();
+    const { services, v } = await indexedRich();
     const [col] = await t.sql`
       select 1 from information_schema.columns where table_schema = ${t.schema} and table_name = 'search_units' and column_name = 'tsv'`;
     expect(col).toBeUndefined();
-    const v = rich();
-    await services.vcons.create(v, internalCtx, { waitFor: 'search' });
     const r = await services.search.content({ q: 'kettle' }, internalCtx);
     const hit = r.results.find((x) => x.uuid === v.uuid)!;
     // The best three units holding the word, by weight (subject A, analysis C, the rest D) and
@@ -95,10 +98,7 @@ describe('indexing without stored unit tsvectors and local unit vectors', () => 
   });
 
   test('a local provider stores no unit vectors: semantic matches embed the page units at query time', async () => {
-    const services = createServices(t.sql, configFor(t.schema));
-    await services.stop();
-    const v = rich();
-    await services.vcons.create(v, internalCtx, { waitFor: 'search' });
+    const { services, v } = await indexedRich();
     const [n] = await t.sql<{ units: number; vcons: number }[]>`
       select (select count(*)::int from search_vectors) as units, (select count(*)::int from vcon_vectors where vcon_uuid = ${v.uuid as string}::uuid) as vcons`;
     expect(n).toEqual({ units: 0, vcons: 1 });
