@@ -64,7 +64,7 @@ function put(out: Buffer, at: number, type: CopyType, v: CopyValue): void {
  * (two buffers and a concat per field took ~4 ms of CPU for the ~2,000 search units of an
  * indexing round, 1.5 ms this way).
  */
-export function encodeCopy(columns: [string, CopyType][], rows: CopyValue[][]): Buffer {
+function encodeCopy(columns: [string, CopyType][], rows: CopyValue[][]): Buffer {
   const sizes = rows.map((row) => columns.map(([, type], k) => (row[k] === null ? -1 : size(type, row[k]))));
   let total = HEADER.length + TRAILER.length;
   for (const fields of sizes) for (const n of fields) total += 4 + Math.max(n, 0);

@@ -25,7 +25,7 @@ const sortedUnits = (units: SearchUnit[]) => [...units].sort((a, b) => (a.source
  * D holds the attachments, then the dialogs (what string_agg ordered by source, idx made of the
  * stored units before migration 0003, so the tsvectors of re-indexed vCons are unchanged).
  */
-export function weightTexts(units: SearchUnit[]): [string, string, string, string] {
+function weightTexts(units: SearchUnit[]): [string, string, string, string] {
   const parts: string[][] = [[], [], [], []];
   for (const u of sortedUnits(units)) parts[WEIGHT_OF[u.source]].push(u.body);
   return parts.map((p) => p.join(UNIT_GAP)) as [string, string, string, string];
@@ -37,6 +37,17 @@ export function weightTexts(units: SearchUnit[]): [string, string, string, strin
  */
 export const unitRows = (db: Db) =>
   db`(select s.vcon_uuid, u.source, u.idx, u.body from search_units s cross join lateral json_to_recordset(s.units) as u(source text, idx int, body text))`;
+
+/** A stored search unit with its vCon. */
+export type UnitRow = SearchUnit & { uuid: string };
+
+/** The search units of some vCons, whole, in (vCon, source, idx) order; deleted vCons have none. */
+export const unitsOf = (db: Db, uuids: string[]): Promise<UnitRow[]> =>
+  uuids.length === 0
+    ? Promise.resolve([])
+    : db<UnitRow[]>`
+        select su.vcon_uuid::text as uuid, su.source, su.idx, su.body from ${unitRows(db)} su
+        where su.vcon_uuid = any(${uuids}::uuid[]) order by su.vcon_uuid, su.source, su.idx`;
 
 /** The vectors of one vCon in one space, ready to store. */
 export interface VconVectors {
@@ -116,11 +127,7 @@ export function createSearchIndexRepo(db: Db) {
     /** The searchable units of some vCons, as stored. */
     async units(uuids: string[]): Promise<Map<string, SearchUnit[]>> {
       const out = new Map<string, SearchUnit[]>(uuids.map((u) => [u, []]));
-      if (uuids.length === 0) return out;
-      const rows = await db<{ uuid: string; source: SearchUnit['source']; idx: number; body: string }[]>`
-        select su.vcon_uuid::text as uuid, su.source, su.idx, su.body from ${unitRows(db)} su
-        where su.vcon_uuid = any(${uuids}::uuid[]) order by su.vcon_uuid, su.source, su.idx`;
-      for (const r of rows) out.get(r.uuid)?.push({ source: r.source, idx: r.idx, body: r.body });
+      for (const r of await unitsOf(db, uuids)) out.get(r.uuid)?.push({ source: r.source, idx: r.idx, body: r.body });
       return out;
     },
 

@@ -3,8 +3,7 @@
 // in embedding-queue-repo.ts.
 import type { Db } from './client.js';
 import { bytesToVector, signCode } from '../embeddings/code.js';
-import type { SearchUnit } from '../domain/derive.js';
-import { unitRows } from './search-index-repo.js';
+import { unitRows, unitsOf, type UnitRow } from './search-index-repo.js';
 
 /** Filters every search accepts (API.md "Search"). */
 export interface SearchFilters {
@@ -356,10 +355,8 @@ export function createSearchRepo(db: Db) {
     },
 
     /** The search units of some vCons, whole (a local provider embeds them for semantic matches). */
-    async units(uuids: string[]): Promise<{ uuid: string; source: SearchUnit['source']; idx: number; body: string }[]> {
-      if (uuids.length === 0) return [];
-      return db<{ uuid: string; source: SearchUnit['source']; idx: number; body: string }[]>`
-        select su.vcon_uuid::text as uuid, su.source, su.idx, su.body from ${unitRows(db)} su where su.vcon_uuid = any(${uuids}::uuid[])`;
+    units(uuids: string[]): Promise<UnitRow[]> {
+      return unitsOf(db, uuids);
     },
 
     /** Bodies of some units (for snippets of semantic matches), cut to `chars`. */

@@ -4,10 +4,8 @@
 // and unknown fields survive untouched.
 import { z } from 'zod';
 import { ValidationError, issueDetails } from './errors.js';
-import { RANGE_PROBLEM, dateTimeProblem, isDateTime, parseDateTime } from './dates.js';
+import { RANGE_PROBLEM, dateTimeProblem } from './dates.js';
 import { unstorableText } from './text.js';
-
-export { isDateTime, parseDateTime };
 
 export const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 // No regex flags: the pattern goes into the JSON Schema and OpenAPI documents as written.
