@@ -167,21 +167,46 @@ describe('a query that fails half-way through its rows', () => {
 describe("a new connection's array-type fetch that fails", () => {
   // A 1 ms statement_timeout cancels the driver's own pg_type query on every new connection
   // (57014); unpatched, its rejection is unhandled and ends the process (#1192). A child process,
-  // so the runner's own rejection handlers are not the ones observing it.
-  it('fails the waiting query, never the process (#1192)', async () => {
+  // so the runner's own rejection handlers are not the ones observing it; the same script against
+  // a copy without the patch shows the fetch really failed.
+  const TYPE_FETCH_MARK = '/* vcon-launch: type-fetch rejection */';
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'vcon-typefetch-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const attempt = async (pkgRoot: string) => {
     const script = `
-      import postgres from 'postgres';
+      const { default: postgres } = await import(process.env.PG);
       let unhandled = 0;
       process.on('unhandledRejection', () => unhandled++);
       const sql = postgres(process.env.URL, { max: 1, onnotice: () => {}, connection: { statement_timeout: 1 } });
-      await sql\`select 1\`.catch(() => undefined);
+      const code = await sql\`select 1\`.then(() => null, (e) => e.code ?? e.message);
       await sql.end({ timeout: 5 });
       await new Promise((r) => setImmediate(r));
-      console.log(JSON.stringify({ unhandled }));`;
+      console.log(JSON.stringify({ unhandled, code }));`;
     const r = await run(process.execPath, ['--input-type=module', '-e', script], {
-      cwd: join(import.meta.dirname, '../..'),
-      env: { ...process.env, URL: databaseUrl() },
+      env: { ...process.env, URL: databaseUrl(), PG: pathToFileURL(join(pkgRoot, 'src/index.js')).href },
     });
-    expect(JSON.parse(r.stdout.trim())).toEqual({ unhandled: 0 });
+    return JSON.parse(r.stdout.trim()) as { unhandled: number; code: string | null };
+  };
+
+  it('fails the waiting query, never the process (#1192)', async () => {
+    const root = mod.postgresRoot();
+    const patched = await attempt(root);
+    expect(patched).toEqual({ unhandled: 0, code: '57014' });
+    // The control: the installed text with this one patch undone.
+    const patch = mod.PATCHES.find((p) => p.mark === TYPE_FETCH_MARK)!;
+    const copy = join(dir, 'without-type-fetch-patch');
+    cpSync(root, copy, { recursive: true });
+    for (const rel of mod.CONNECTION_FILES) {
+      writeFileSync(
+        join(copy, rel),
+        patch.edits.reduceRight((t, e) => t.replace(e.to, e.from), readFileSync(join(root, rel), 'utf8')),
+      );
+      expect(readFileSync(join(copy, rel), 'utf8')).not.toContain(TYPE_FETCH_MARK);
+    }
+    expect((await attempt(copy)).unhandled).toBeGreaterThan(0);
   });
 });
