@@ -205,8 +205,7 @@ export function createSearch(deps: {
 }) {
   const { sql, provider, plugins, log } = deps;
   const { queue, indexer, worker: local } = createIndexing({ sql, provider, log });
-  const hasPending = async () => (await sql<{ yes: boolean }[]>`select exists (select 1 from index_queue) as yes`)[0].yes;
-  const threaded = deps.thread ? threadWorker(deps.thread, log, hasPending) : undefined;
+  const threaded = deps.thread ? threadWorker(deps.thread, log, () => queue.hasRows()) : undefined;
   const worker = threaded ?? local;
   const raw = createSearchService({ repo: createSearchRepo(sql), queue, provider, plugins });
   // With a background indexer running, a search or wait_for only waits for it (and wakes it):

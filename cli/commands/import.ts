@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { spawnChild, type Child } from '../child.js';
+import { fetchHealth, spawnChild, type Child } from '../child.js';
 import { createCredentialStore } from '../credentials.js';
 import { openDatabases, type Databases } from '../database.js';
 import { prepareIdentities } from '../roles.js';
@@ -238,14 +238,10 @@ function createProgress(total: number, enabled: boolean) {
 }
 
 /** The instance's index queue length (GET /health), or null when it does not answer with one. */
-async function pendingIndex(api: string, headers: Record<string, string>): Promise<number | null> {
-  try {
-    const res = await fetch(`${api}/health`, { headers });
-    const body = (await res.json()) as { index?: { pending?: unknown } | null };
-    return typeof body.index?.pending === 'number' ? body.index.pending : null;
-  } catch {
-    return null;
-  }
+async function pendingIndex(api: string): Promise<number | null> {
+  const { body } = await fetchHealth(api);
+  const pending = (body as { index?: { pending?: unknown } | null }).index?.pending;
+  return typeof pending === 'number' ? pending : null;
 }
 
 /** Reads every file, yielding to the event loop now and then so a temporary instance can start meanwhile. */
@@ -361,7 +357,7 @@ export async function importFiles(
     progress.update(done, true);
     // Indexing runs behind the writes: say what is not searchable yet (a temporary instance
     // leaves it queued for the group's server).
-    pending = await pendingIndex(api, headers);
+    pending = await pendingIndex(api);
   } finally {
     await stopTemporary?.();
   }

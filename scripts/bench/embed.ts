@@ -13,20 +13,17 @@ import { tokenize } from '../../src/embeddings/text.js';
 import { packageRoot } from '../../src/paths.js';
 import type { JsonObject } from '../../src/domain/vcon.js';
 import { generateVcon } from './corpus.js';
+import { devSetDir } from './devset.js';
+import { embeddableUnits, wholeText } from '../../src/services/search-indexer.js';
 import { isMain } from '../embeddings/util.js';
-
-/** The search dev set, when the shared workspace beside the checkout has it (not part of the package). */
-export const DEV_SET_CANDIDATES = ['..', '../..'].map((up) => path.resolve(packageRoot, up, 'shared', 'search-dev', 'a', 'conversations.json'));
 
 /**
  * What gets embedded of one vCon: each non-party unit's text (a search embeds a page's units at
  * query time) and all of them as one text (the indexer's vCon vector).
  */
 export async function embedTexts(doc: JsonObject): Promise<{ units: string[]; whole: string[] }> {
-  const units = extractUnits(doc, await decodeBodies(doc))
-    .filter((u) => u.source !== 'party')
-    .map((u) => u.body);
-  return { units, whole: units.length === 0 ? [] : [units.join('\n')] };
+  const units = embeddableUnits(extractUnits(doc, await decodeBodies(doc)));
+  return { units: units.map((u) => u.body), whole: units.length === 0 ? [] : [wholeText(units)] };
 }
 
 /** The bench's text sets: unit texts and whole texts of the fixture vCons, the dev set's vCons (when present), 100 corpus vCons. */
@@ -36,8 +33,9 @@ export async function embedTextSets(): Promise<{ name: string; vcons: number; te
     .filter((f) => f.endsWith('.json'))
     .map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as JsonObject);
   const sets = [{ name: 'fixtures', docs: fixtures }];
-  const devSet = DEV_SET_CANDIDATES.find((f) => existsSync(f));
-  if (devSet) sets.push({ name: 'search-dev', docs: (JSON.parse(readFileSync(devSet, 'utf8')) as { vcon: JsonObject }[]).map((c) => c.vcon) });
+  const devSet = path.join(devSetDir(), 'conversations.json');
+  if (existsSync(devSet))
+    sets.push({ name: 'search-dev', docs: (JSON.parse(readFileSync(devSet, 'utf8')) as { vcon: JsonObject }[]).map((c) => c.vcon) });
   sets.push({ name: 'corpus', docs: Array.from({ length: 100 }, (_, i) => generateVcon(1, i) as JsonObject) });
   const out = [];
   for (const s of sets) {

@@ -78,6 +78,12 @@ export function createIndexQueueRepo(db: Db) {
       return r.any;
     },
 
+    /** Whether any row is queued, failed ones included (the index thread's start and retirement). */
+    async hasRows(): Promise<boolean> {
+      const [r] = await db<{ any: boolean }[]>`select exists (select 1 from index_queue) as any`;
+      return r.any;
+    },
+
     /** Queue length, the age of its oldest row (the indexing lag) and rows whose embedding failed. */
     async stats(): Promise<{ pending: number; oldest_s: number | null; failing: number }> {
       const [r] = await db<{ pending: number; oldest_s: number | null; failing: number }[]>`
