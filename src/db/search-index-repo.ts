@@ -49,6 +49,29 @@ export const unitsOf = (db: Db, uuids: string[]): Promise<UnitRow[]> =>
         select su.vcon_uuid::text as uuid, su.source, su.idx, su.body from ${unitRows(db)} su
         where su.vcon_uuid = any(${uuids}::uuid[]) order by su.vcon_uuid, su.source, su.idx`;
 
+/** A stored document to index. */
+export interface StoredDoc {
+  uuid: string;
+  kind: VconKind;
+  doc: JsonObject;
+  created_at: Date;
+  /** Whether the vCon has index rows (units, tsvector, vectors) from an earlier round. */
+  indexed: boolean;
+}
+
+/**
+ * What a vCon's index rows are written from. `indexed: false` says it has none (a fresh vCon):
+ * nothing to delete first. Unknown (undefined) counts as indexed.
+ */
+export interface IndexRows {
+  uuid: string;
+  units: SearchUnit[];
+  indexed?: boolean;
+}
+
+/** The vCons that may have rows to delete before theirs are written. */
+const stale = (items: { uuid: string; indexed?: boolean }[]) => items.filter((i) => i.indexed !== false).map((i) => i.uuid);
+
 /** The vectors of one vCon in one space, ready to store. */
 export interface VconVectors {
   uuid: string;
@@ -61,25 +84,31 @@ export interface VconVectors {
 
 export function createSearchIndexRepo(db: Db) {
   return {
-    /** The stored documents of some vCons, to index them; deleted vCons are absent. */
-    async docs(uuids: string[]): Promise<{ uuid: string; kind: VconKind; doc: JsonObject; created_at: Date }[]> {
+    /**
+     * The stored documents of some vCons, to index them; deleted vCons are absent. `indexed`: the
+     * vCon has index rows to replace. Units and vectors are written together (a vCon without units
+     * has none of either), so its search units or vCon vectors tell; a fresh vCon has neither.
+     */
+    async docs(uuids: string[]): Promise<StoredDoc[]> {
       if (uuids.length === 0) return [];
       return stage(
         'sql: read documents',
-        () => db<{ uuid: string; kind: VconKind; doc: JsonObject; created_at: Date }[]>`
-        select uuid::text, kind, doc, created_at from vcons where uuid = any(${uuids}::uuid[]) order by uuid`,
+        () => db<StoredDoc[]>`
+        select v.uuid::text, v.kind, v.doc, v.created_at,
+          exists (select 1 from search_units s where s.vcon_uuid = v.uuid) or exists (select 1 from vcon_vectors vv where vv.vcon_uuid = v.uuid) as indexed
+        from vcons v where v.uuid = any(${uuids}::uuid[]) order by v.uuid`,
       );
     },
 
     /** Replaces the search units of some vCons: a row each (none without units), one binary COPY. */
-    async writeUnits(items: { uuid: string; units: SearchUnit[] }[]): Promise<void> {
+    async writeUnits(items: IndexRows[]): Promise<void> {
       if (items.length === 0) return;
-      const uuids = items.map((i) => i.uuid);
+      const uuids = stale(items);
       const rows = items
         .filter((i) => i.units.length > 0)
         .map((i): CopyValue[] => [i.uuid, JSON.stringify(sortedUnits(i.units).map((u) => ({ source: u.source, idx: u.idx, body: u.body })))]);
       // Delete, then append: COPY only appends.
-      await stage('sql: delete search_units', () => db`delete from search_units where vcon_uuid = any(${uuids}::uuid[])`);
+      if (uuids.length > 0) await stage('sql: delete search_units', () => db`delete from search_units where vcon_uuid = any(${uuids}::uuid[])`);
       await stage('sql: copy search_units', () =>
         copyBinary(
           db,
@@ -97,9 +126,10 @@ export function createSearchIndexRepo(db: Db) {
      * Rewrites the per-vCon ranking tsvector of some vCons from their units, sent as the four texts
      * of its weights: each text goes through to_tsvector once (vCons without units get no row).
      */
-    async writeSearchDocs(items: { uuid: string; units: SearchUnit[] }[]): Promise<void> {
+    async writeSearchDocs(items: IndexRows[]): Promise<void> {
       if (items.length === 0) return;
-      await stage('sql: delete vcon_search', () => db`delete from vcon_search where vcon_uuid = any(${items.map((i) => i.uuid)}::uuid[])`);
+      const uuids = stale(items);
+      if (uuids.length > 0) await stage('sql: delete vcon_search', () => db`delete from vcon_search where vcon_uuid = any(${uuids}::uuid[])`);
       const rows = items.filter((i) => i.units.length > 0).map((i) => ({ uuid: i.uuid, texts: weightTexts(i.units) }));
       if (rows.length === 0) return;
       const col = (k: number) => rows.map((r) => r.texts[k]);

@@ -26,6 +26,8 @@ export interface IndexItem {
   uuid: string;
   created_at: Date;
   units: SearchUnit[];
+  /** False for a vCon never indexed (no rows to replace, no stored vectors to compare); unknown counts as indexed. */
+  indexed?: boolean;
 }
 
 /** The provider's embed call failed: the keyword index is written, the vectors wait for a retry. */
@@ -98,7 +100,7 @@ export function createSearchIndexer(deps: {
     if (!opts.force) {
       const stored = await r.index.vectorSigs(
         provider,
-        items.map((i) => i.uuid),
+        items.filter((i) => i.indexed !== false).map((i) => i.uuid),
       );
       todo = items.filter((i) => {
         const s = stored.get(i.uuid);
@@ -106,7 +108,8 @@ export function createSearchIndexer(deps: {
       });
     }
     if (todo.length === 0) return 0;
-    await r.index.dropVectors(todo.map((i) => i.uuid));
+    // A fresh vCon has no vectors to drop.
+    await r.index.dropVectors(todo.filter((i) => i.indexed !== false).map((i) => i.uuid));
     const units = todo.map((i) => embeddableUnits(i.units));
     // Per vCon with units: each unit's text (unit matches, snippets), then the whole text. A local
     // provider stores no unit vectors: searches embed the units of their page (semanticMatches).
@@ -145,6 +148,7 @@ export function createSearchIndexer(deps: {
           docs.map(async (d) => ({
             uuid: d.uuid,
             created_at: d.created_at,
+            indexed: d.indexed,
             units: d.kind === 'plain' ? extractUnits(d.doc, await decodeBodies(d.doc)) : [],
           })),
         ),

@@ -8,6 +8,7 @@ import { createServices } from '../../src/main.js';
 import { createSearch } from '../../src/search.js';
 import { createEmbeddingProvider } from '../../src/embeddings/index.js';
 import { internalCtx } from '../../src/services/context.js';
+import { recordStages, type StageTotals } from '../../src/stages.js';
 import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { buildVcon } from './builders.js';
@@ -51,6 +52,35 @@ describe('the index queue', () => {
     const [row] = await t.sql<{ tsv: string }[]>`select tsv::text from vcon_search where vcon_uuid = ${v.uuid as string}::uuid`;
     expect(row.tsv).toContain('radiat');
     expect(row.tsv).not.toContain('boiler');
+  });
+
+  test('a round over never-indexed vCons deletes nothing; a re-queued one has its rows replaced', async () => {
+    const services = createServices(t.sql, configFor(t.schema));
+    await services.stop();
+    const { indexer } = createSearch({ sql: t.sql, provider: createEmbeddingProvider(configFor(t.schema)), plugins: [], log: silent });
+    while ((await indexer.indexRound(100)) > 0);
+    const v = buildVcon({ subject: 'Flat tyre', turns: ['The front tyre went flat on the bridge.'] });
+    await services.vcons.create(v, internalCtx);
+    const statements = async () => {
+      const totals: StageTotals = new Map();
+      expect(await recordStages(totals, () => indexer.indexRound(100))).toBe(1);
+      return [...totals.keys()].filter((k) => k.startsWith('sql:'));
+    };
+    // Fresh: no deletes and no look at stored vectors, the rows are only written.
+    const fresh = await statements();
+    expect(fresh.filter((k) => k.startsWith('sql: delete') || k === 'sql: vector sigs')).toEqual([]);
+    expect(fresh).toContain('sql: insert vcon_search');
+    expect(await count('vcon_vectors', v.uuid as string)).toBe(1);
+    // Written again: the old rows go first (one row each, the new text's).
+    await services.vcons.create({ ...v, subject: 'Puncture', dialog: [] }, internalCtx);
+    const again = await statements();
+    expect(again).toEqual(
+      expect.arrayContaining(['sql: delete search_units', 'sql: delete vcon_search', 'sql: vector sigs', 'sql: delete vcon_vectors']),
+    );
+    for (const table of ['search_units', 'vcon_search', 'vcon_vectors', 'vcon_codes']) expect(await count(table, v.uuid as string)).toBe(1);
+    const [row] = await t.sql<{ tsv: string }[]>`select tsv::text from vcon_search where vcon_uuid = ${v.uuid as string}::uuid`;
+    expect(row.tsv).toContain('punctur');
+    expect(row.tsv).not.toContain('tyre');
   });
 
   test('a queue left by a stopped instance is indexed by the next one', async () => {
