@@ -29,6 +29,11 @@ export interface Breakdown {
 }
 
 export function createAnalyticsRepo(db: Db) {
+  // One row per dialog from the per-vCon arrays of vcon_dialogs (migration 0005), with its vCon.
+  const dialogRows = () => db`
+    vcon_dialogs d join vcons v on v.uuid = d.vcon_uuid
+    cross join lateral unnest(d.types, d.durations, d.mediatypes, d.encodings, d.body_bytes)
+      as x(type, duration, mediatype, encoding, body_bytes)`;
   const inRange = (r: DateRange) => db`${r.start ? db`and v.created_at >= ${r.start}` : db``} ${r.end ? db`and v.created_at < ${r.end}` : db``}`;
 
   return {
@@ -155,13 +160,13 @@ export function createAnalyticsRepo(db: Db) {
           bytes: number;
         }[]
       >`
-        select d.type, count(*)::float8 as count, count(distinct d.vcon_uuid)::float8 as vcons,
-               count(d.duration)::float8 as with_duration, sum(d.duration)::float8 as total_duration_s,
-               avg(d.duration)::float8 as avg_duration_s, min(d.duration)::float8 as min_duration_s,
-               max(d.duration)::float8 as max_duration_s, coalesce(sum(d.body_bytes), 0)::float8 as bytes
-        from vcon_dialogs d join vcons v on v.uuid = d.vcon_uuid
+        select x.type, count(*)::float8 as count, count(distinct d.vcon_uuid)::float8 as vcons,
+               count(x.duration)::float8 as with_duration, sum(x.duration)::float8 as total_duration_s,
+               avg(x.duration)::float8 as avg_duration_s, min(x.duration)::float8 as min_duration_s,
+               max(x.duration)::float8 as max_duration_s, coalesce(sum(x.body_bytes), 0)::float8 as bytes
+        from ${dialogRows()}
         where true ${inRange(r)}
-        group by d.type order by count desc, d.type nulls last`;
+        group by x.type order by count desc, x.type nulls last`;
       const [durations] = await db<
         {
           count: number;
@@ -173,19 +178,19 @@ export function createAnalyticsRepo(db: Db) {
           p90_s: number | null;
         }[]
       >`
-        select count(d.duration)::float8 as count, sum(d.duration)::float8 as total_s, avg(d.duration)::float8 as avg_s,
-               min(d.duration)::float8 as min_s, max(d.duration)::float8 as max_s,
-               percentile_cont(0.5) within group (order by d.duration)::float8 as p50_s,
-               percentile_cont(0.9) within group (order by d.duration)::float8 as p90_s
-        from vcon_dialogs d join vcons v on v.uuid = d.vcon_uuid
-        where d.duration is not null ${inRange(r)}`;
+        select count(x.duration)::float8 as count, sum(x.duration)::float8 as total_s, avg(x.duration)::float8 as avg_s,
+               min(x.duration)::float8 as min_s, max(x.duration)::float8 as max_s,
+               percentile_cont(0.5) within group (order by x.duration)::float8 as p50_s,
+               percentile_cont(0.9) within group (order by x.duration)::float8 as p90_s
+        from ${dialogRows()}
+        where x.duration is not null ${inRange(r)}`;
       const mediatypes = await db<{ value: string | null; count: number }[]>`
-        select d.mediatype as value, count(*)::float8 as count
-        from vcon_dialogs d join vcons v on v.uuid = d.vcon_uuid where true ${inRange(r)}
+        select x.mediatype as value, count(*)::float8 as count
+        from ${dialogRows()} where true ${inRange(r)}
         group by 1 order by count desc, 1 nulls last limit 50`;
       const encodings = await db<{ value: string | null; count: number }[]>`
-        select d.encoding as value, count(*)::float8 as count
-        from vcon_dialogs d join vcons v on v.uuid = d.vcon_uuid where true ${inRange(r)}
+        select x.encoding as value, count(*)::float8 as count
+        from ${dialogRows()} where true ${inRange(r)}
         group by 1 order by count desc, 1 nulls last`;
       return { by_type: byType, durations, mediatypes, encodings };
     },

@@ -81,6 +81,8 @@ export function createVconRepo(db: Db) {
   const derivedCtes = (items: StoredVcon[], only?: 'v') => {
     const rows = <T extends object>(pick: (d: Derived) => T[]) =>
       items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))) as never;
+    // One row per vCon with dialogs: its facts as arrays (migration 0005).
+    const dialogs = items.flatMap((i) => (i.derived.dialogs ? [{ vcon_uuid: i.uuid, ...i.derived.dialogs }] : []));
     const guard = only ? db`where x.vcon_uuid in (select uuid from v)` : db``;
     return db`
       p as (
@@ -88,9 +90,9 @@ export function createVconRepo(db: Db) {
         select * from json_to_recordset(${rows((d) => d.parties)}::json)
           as x(vcon_uuid uuid, idx int, name text, tel text, mailto text, party_uuid text) ${guard}),
       d as (
-        insert into vcon_dialogs (vcon_uuid, idx, type, start_at, duration, mediatype, encoding, body_bytes)
-        select * from json_to_recordset(${rows((d) => d.dialogs)}::json)
-          as x(vcon_uuid uuid, idx int, type text, start_at timestamptz, duration double precision, mediatype text, encoding text, body_bytes int) ${guard}),
+        insert into vcon_dialogs (vcon_uuid, types, durations, mediatypes, encodings, body_bytes)
+        select * from json_to_recordset(${dialogs as never}::json)
+          as x(vcon_uuid uuid, types text[], durations double precision[], mediatypes text[], encodings text[], body_bytes int[]) ${guard}),
       a as (
         insert into vcon_analyses (vcon_uuid, idx, type, vendor, product, schema, encoding, body_bytes)
         select * from json_to_recordset(${rows((d) => d.analyses)}::json)

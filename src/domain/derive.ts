@@ -11,14 +11,13 @@ export interface PartyRow {
   mailto: string | null;
   party_uuid: string | null;
 }
-export interface DialogRow {
-  idx: number;
-  type: string | null;
-  start_at: Date | null;
-  duration: number | null;
-  mediatype: string | null;
-  encoding: string | null;
-  body_bytes: number | null;
+/** The facts analytics reads of a vCon's dialogs, one array per field in dialog order (one row per vCon). */
+export interface DialogFacts {
+  types: (string | null)[];
+  durations: (number | null)[];
+  mediatypes: (string | null)[];
+  encodings: (string | null)[];
+  body_bytes: (number | null)[];
 }
 export interface AnalysisRow {
   idx: number;
@@ -54,7 +53,8 @@ export interface Derived {
   updated_at: Date | null;
   counts: { parties: number; dialog: number; analysis: number; attachments: number };
   parties: PartyRow[];
-  dialogs: DialogRow[];
+  /** Null when the vCon has no dialog (no row). */
+  dialogs: DialogFacts | null;
   analyses: AnalysisRow[];
   attachments: AttachmentRow[];
   tags: TagRow[];
@@ -263,6 +263,18 @@ export function extractUnits(doc: JsonObject, decoded: DecodedBodies = new Map()
   return units;
 }
 
+function dialogFacts(dialogs: JsonObject[]): DialogFacts {
+  const f: DialogFacts = { types: [], durations: [], mediatypes: [], encodings: [], body_bytes: [] };
+  for (const d of dialogs) {
+    f.types.push(label(d.type));
+    f.durations.push(num(d.duration));
+    f.mediatypes.push(label(d.mediatype) ?? label(d.mimetype));
+    f.encodings.push(label(d.encoding));
+    f.body_bytes.push(bodyBytes(d.body));
+  }
+  return f;
+}
+
 /**
  * The derived rows a write stores with its document. Opaque (signed/encrypted) forms derive
  * nothing. Search units are not among them: the indexer extracts them later (extractUnits).
@@ -275,7 +287,7 @@ export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: D
       updated_at: null,
       counts: { parties: 0, dialog: 0, analysis: 0, attachments: 0 },
       parties: [],
-      dialogs: [],
+      dialogs: null,
       analyses: [],
       attachments: [],
       tags: [],
@@ -291,15 +303,7 @@ export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: D
     updated_at: date(doc.updated_at),
     counts: { parties: parties.length, dialog: dialogs.length, analysis: analyses.length, attachments: attachments.length },
     parties: parties.map((p, idx) => ({ idx, name: str(p.name), tel: str(p.tel), mailto: str(p.mailto), party_uuid: str(p.uuid) })),
-    dialogs: dialogs.map((d, idx) => ({
-      idx,
-      type: label(d.type),
-      start_at: date(d.start),
-      duration: num(d.duration),
-      mediatype: label(d.mediatype) ?? label(d.mimetype),
-      encoding: label(d.encoding),
-      body_bytes: bodyBytes(d.body),
-    })),
+    dialogs: dialogs.length === 0 ? null : dialogFacts(dialogs),
     analyses: analyses.map((a, idx) => ({
       idx,
       type: label(a.type),

@@ -42,8 +42,9 @@ describe('GET /database/shape', () => {
     expect(vcons.size.heap_bytes).toBeGreaterThan(0);
     expect(vcons.size.total_bytes).toBe(vcons.size.table_bytes + vcons.size.index_bytes);
     expect(vcons.size.total_bytes % 8192).toBe(0); // whole pages: measured, not rows × 1024
+    // One row per vCon with dialogs (migration 0005): a1, a2 and a4.
     const dialogs = d.tables.find((t: any) => t.name === 'vcon_dialogs');
-    expect(dialogs.row_estimate).toBe(6);
+    expect(dialogs.row_estimate).toBe(3);
     expect(dialogs.constraints.find((c: any) => c.type === 'foreign_key').definition).toMatch(/REFERENCES vcons\(uuid\) ON DELETE CASCADE/);
     expect(d.totals.tables).toBe(d.tables.length);
     expect(d.totals.total_bytes).toBe(d.tables.reduce((n: number, t: any) => n + t.size.total_bytes, 0));
@@ -82,7 +83,7 @@ describe('GET /database/size', () => {
     expect(d.totals.total_bytes).toBe(bytes.reduce((a: number, b: number) => a + b, 0));
     expect(d.largest_indexes.length).toBeGreaterThan(0);
     const dialogs = d.tables.find((t: any) => t.table === 'vcon_dialogs');
-    expect(dialogs.bytes_per_row_estimate).toBe(Math.round(dialogs.table_bytes / 6));
+    expect(dialogs.bytes_per_row_estimate).toBe(Math.round(dialogs.table_bytes / 3));
   });
 });
 
@@ -169,7 +170,7 @@ describe('POST /database/analyze', () => {
   });
 
   it('with analyze: true executes it read-only and reports actual rows', async () => {
-    const r = await analyze({ query: 'with d as (select type from vcon_dialogs) select count(*) from d;', analyze: true });
+    const r = await analyze({ query: 'with d as (select types from vcon_dialogs) select count(*) from d;', analyze: true });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data.analyzed).toBe(true);
     expect(r.body.data.plan[0]['Execution Time']).toEqual(expect.any(Number));

@@ -159,6 +159,11 @@ export async function derivedProblems(url: string, schema: string): Promise<stri
   try {
     const s = (t: string) => `"${schema}"."${t}"`;
     const problems: string[] = [];
+    // Dialogs are one row per vCon holding one array element per dialog (migration 0005).
+    const itemsOf = (table: string) =>
+      table === 'vcon_dialogs'
+        ? `coalesce((select cardinality(d.types) from ${s(table)} d where d.vcon_uuid = v.uuid), 0)`
+        : `(select count(*) from ${s(table)} d where d.vcon_uuid = v.uuid)`;
     for (const [table, field] of [
       ['vcon_parties', 'parties'],
       ['vcon_dialogs', 'dialog'],
@@ -166,9 +171,9 @@ export async function derivedProblems(url: string, schema: string): Promise<stri
       ['vcon_attachments', 'attachments'],
     ]) {
       const bad = await sql.unsafe(
-        `select v.uuid::text, coalesce(json_array_length(v.doc->'${field}'), 0) as doc_n, (select count(*) from ${s(table)} d where d.vcon_uuid = v.uuid)::int as rows_n
+        `select v.uuid::text, coalesce(json_array_length(v.doc->'${field}'), 0) as doc_n, ${itemsOf(table)}::int as rows_n
          from ${s('vcons')} v
-         where v.kind = 'plain' and (coalesce(json_array_length(v.doc->'${field}'), 0) <> (select count(*) from ${s(table)} d where d.vcon_uuid = v.uuid)
+         where v.kind = 'plain' and (coalesce(json_array_length(v.doc->'${field}'), 0) <> ${itemsOf(table)}
             or coalesce(json_array_length(v.doc->'${field}'), 0) <> v.${field}_count)`,
       );
       for (const b of bad) problems.push(`${b.uuid}: ${field} ${b.doc_n} in the document, ${b.rows_n} rows in ${table} (or a wrong ${field}_count)`);

@@ -84,7 +84,13 @@ describe('migration runner', () => {
   });
 
   it('starts every schema from the one baseline and the migrations after it, and two groups end up with the same objects', async () => {
-    expect(loadMigrations().map((m) => m.name)).toEqual(['0001_baseline', '0002_index_queue', '0003_lean_index', '0004_search_units_per_vcon']);
+    expect(loadMigrations().map((m) => m.name)).toEqual([
+      '0001_baseline',
+      '0002_index_queue',
+      '0003_lean_index',
+      '0004_search_units_per_vcon',
+      '0005_dialog_facts_per_vcon',
+    ]);
     const [a, b] = [testSchemaName('mig'), testSchemaName('mig')];
     await migrate(pool(a), a);
     await migrate(pool(b), b);

@@ -1,0 +1,176 @@
+// Dialog facts one row per vCon (issue 17, migration 0005): analytics must answer exactly what it
+// answered from one row per dialog, on the real fixtures and on documents with missing fields, and
+// a write must store what the migration makes of the old rows. Real PostgreSQL, a schema per group.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { parseConfig } from '../../src/config.js';
+import { createServices } from '../../src/main.js';
+import { createSql, type Sql } from '../../src/db/client.js';
+import { createAnalyticsRepo, type DateRange } from '../../src/db/analytics-repo.js';
+import { loadMigrations, migrate } from '../../src/db/migrate.js';
+import { deriveRows } from '../../src/domain/derive.js';
+import { classifyVcon, type JsonObject } from '../../src/domain/vcon.js';
+import { internalCtx } from '../../src/services/context.js';
+import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
+import { loadFixtures } from '../helpers/fixtures.js';
+
+/** Dialogs with every field missing or null in turn, odd bodies, and vCons with none. */
+function edgeCases(): JsonObject[] {
+  const at = (d: string) => ({ vcon: '0.3.0', created_at: d, parties: [{ name: 'P' }, { name: 'Q' }] });
+  return [
+    {
+      ...at('2024-01-10T00:00:00Z'),
+      dialog: [
+        { type: 'recording', parties: [0, 1], url: 'https://example.com/a.wav' },
+        { type: 'text', parties: [0], body: 'naïve café ☕', encoding: 'none', mimetype: 'text/plain' },
+        { type: 'text', parties: [1], body: { note: 'an object body' }, encoding: 'json', duration: 0 },
+        { type: 'recording', parties: [0, 1], duration: 12.25, mediatype: 'audio/x-wav', body: '', encoding: 'base64url' },
+        { type: 'incomplete', parties: [0], disposition: 'no-answer', duration: 3 },
+      ],
+    },
+    { ...at('2024-02-10T00:00:00Z'), dialog: [] },
+    { ...at('2024-03-10T00:00:00Z') },
+    {
+      ...at('2024-04-10T00:00:00Z'),
+      dialog: [
+        { type: 'transfer', parties: [0, 1] },
+        { type: 'recording', parties: [0], duration: 1e9, mediatype: 'audio/ogg; codecs=opus' },
+      ],
+    },
+  ];
+}
+
+/** The documents of the test: the fixtures a create accepts as plain vCons, then the edge cases. */
+function documents(): JsonObject[] {
+  const out: JsonObject[] = [];
+  for (const f of loadFixtures()) {
+    try {
+      if (classifyVcon(f.json).kind !== 'plain') continue;
+    } catch {
+      continue;
+    }
+    // Documents without a date get a fixed one: both groups must file them under the same period.
+    out.push({ ...f.json, uuid: randomUUID(), created_at: f.json.created_at ?? '2023-06-01T00:00:00Z' });
+  }
+  return [...out, ...edgeCases().map((d) => ({ ...d, uuid: randomUUID() }))];
+}
+
+/** What analytics read before 0005: one row per dialog (the queries of analytics-repo then). */
+async function dialogsBefore(sql: Sql, r: DateRange) {
+  const range = sql`${r.start ? sql`and v.created_at >= ${r.start}` : sql``} ${r.end ? sql`and v.created_at < ${r.end}` : sql``}`;
+  const rows = () => sql`vcon_dialogs d join vcons v on v.uuid = d.vcon_uuid`;
+  return {
+    by_type: await sql`
+      select d.type, count(*)::float8 as count, count(distinct d.vcon_uuid)::float8 as vcons,
+             count(d.duration)::float8 as with_duration, sum(d.duration)::float8 as total_duration_s,
+             avg(d.duration)::float8 as avg_duration_s, min(d.duration)::float8 as min_duration_s,
+             max(d.duration)::float8 as max_duration_s, coalesce(sum(d.body_bytes), 0)::float8 as bytes
+      from ${rows()} where true ${range}
+      group by d.type order by count desc, d.type nulls last`,
+    durations: (
+      await sql`
+      select count(d.duration)::float8 as count, sum(d.duration)::float8 as total_s, avg(d.duration)::float8 as avg_s,
+             min(d.duration)::float8 as min_s, max(d.duration)::float8 as max_s,
+             percentile_cont(0.5) within group (order by d.duration)::float8 as p50_s,
+             percentile_cont(0.9) within group (order by d.duration)::float8 as p90_s
+      from ${rows()} where d.duration is not null ${range}`
+    )[0],
+    mediatypes: await sql`
+      select d.mediatype as value, count(*)::float8 as count from ${rows()} where true ${range}
+      group by 1 order by count desc, 1 nulls last limit 50`,
+    encodings: await sql`
+      select d.encoding as value, count(*)::float8 as count from ${rows()} where true ${range}
+      group by 1 order by count desc, 1 nulls last`,
+  };
+}
+
+const RANGES: DateRange[] = [
+  {},
+  { start: new Date('2024-01-01T00:00:00Z'), end: new Date('2024-04-01T00:00:00Z') },
+  { end: new Date('2024-01-01T00:00:00Z') },
+];
+
+describe('dialog facts one row per vCon (migration 0005)', () => {
+  const schemas: string[] = [];
+  const pools: Sql[] = [];
+  const docs = documents();
+  let old: Sql;
+  let oldSchema: string;
+  let before: Awaited<ReturnType<typeof dialogsBefore>>[];
+
+  const group = async (migrations?: ReturnType<typeof loadMigrations>) => {
+    const schema = testSchemaName('dialog_facts');
+    const sql = createSql({ url: databaseUrl(), schema, max: 3 });
+    schemas.push(schema);
+    pools.push(sql);
+    await migrate(sql, schema, { migrations, optional: true });
+    return { sql, schema };
+  };
+
+  beforeAll(async () => {
+    // A group at 0004 holding the documents with one dialog row each, as writes before 0005 made them.
+    ({ sql: old, schema: oldSchema } = await group(loadMigrations().slice(0, 4)));
+    for (const doc of docs) {
+      const d = deriveRows(doc, 'plain', new Date('2023-06-01T00:00:00Z'));
+      await old`insert into vcons (uuid, doc, created_at, dialog_count) values (${doc.uuid as string}, ${doc as never}, ${d.created_at}, ${d.counts.dialog})`;
+      const f = d.dialogs;
+      for (let idx = 0; f && idx < f.types.length; idx++) {
+        await old`insert into vcon_dialogs (vcon_uuid, idx, type, duration, mediatype, encoding, body_bytes)
+          values (${doc.uuid as string}, ${idx}, ${f.types[idx]}, ${f.durations[idx]}, ${f.mediatypes[idx]}, ${f.encodings[idx]}, ${f.body_bytes[idx]})`;
+      }
+    }
+    before = [];
+    for (const r of RANGES) before.push(await dialogsBefore(old, r));
+  });
+  afterAll(async () => {
+    await Promise.all(pools.map((p) => p.end()));
+    const admin = adminSql();
+    for (const s of schemas) await admin.unsafe(`drop schema if exists "${s}" cascade`);
+    await admin.end();
+  });
+
+  test('the documents cover the edge cases: missing durations, media types and bodies, and several ranges', () => {
+    expect(docs.length).toBeGreaterThan(15);
+    expect(before[0].by_type.length).toBeGreaterThan(2);
+    expect(before[0].mediatypes.some((m) => m.value === null)).toBe(true);
+    expect(before[0].encodings.some((m) => m.value === null)).toBe(true);
+    expect(before[1].durations.count).toBeGreaterThan(0);
+    expect(before[2].by_type.length).toBeGreaterThan(0);
+  });
+
+  test('after the migration analytics answers exactly as before, one row per vCon with dialogs', async () => {
+    const [dialogRows] = await old<{ n: number }[]>`select count(*)::int as n from vcon_dialogs`;
+    expect(dialogRows.n).toBeGreaterThan(docs.length);
+    expect((await migrate(old, oldSchema)).applied).toEqual(['0005_dialog_facts_per_vcon']);
+    const repo = createAnalyticsRepo(old);
+    for (const [i, r] of RANGES.entries()) expect(await repo.dialogs(r), `range ${i}`).toEqual(before[i]);
+    const [after] = await old<{ n: number; withDialogs: number }[]>`
+      select (select count(*) from vcon_dialogs)::int as n,
+             (select count(*) from vcons where dialog_count > 0)::int as "withDialogs"`;
+    expect(after.n).toBe(after.withDialogs);
+  });
+
+  test('a write stores what the migration made of the old rows, and a delete takes the row along', async () => {
+    const fresh = await group();
+    const services = createServices(fresh.sql, parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: fresh.schema, LOG_LEVEL: 'silent' }));
+    await services.stop();
+    const half = Math.floor(docs.length / 2);
+    for (const doc of docs.slice(0, half)) await services.vcons.create(structuredClone(doc), internalCtx);
+    expect(
+      (
+        await services.vcons.batch(
+          docs.slice(half).map((d) => structuredClone(d)),
+          internalCtx,
+        )
+      ).failed,
+    ).toBe(0);
+    const facts = (sql: Sql) => sql`select vcon_uuid::text, types, durations, mediatypes, encodings, body_bytes from vcon_dialogs order by vcon_uuid`;
+    const written = await facts(fresh.sql);
+    expect(written).toEqual(await facts(old));
+    const repo = createAnalyticsRepo(fresh.sql);
+    for (const [i, r] of RANGES.entries()) expect(await repo.dialogs(r), `range ${i}`).toEqual(before[i]);
+    await services.vcons.remove(written[0].vcon_uuid, internalCtx);
+    const [left] = await fresh.sql<{ n: number }[]>`select count(*)::int as n from vcon_dialogs where vcon_uuid = ${written[0].vcon_uuid}::uuid`;
+    expect(left.n).toBe(0);
+  });
+});
