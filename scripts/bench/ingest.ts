@@ -1,7 +1,7 @@
 // Batch ingest against its floor, and the bulk load of the rest of the corpus.
 import type { Sql } from 'postgres';
 import { generateVcon } from './corpus.js';
-import { readCpuMs } from './processes.js';
+import { benchAuth, readCpuMs } from './processes.js';
 import { makeFigure, type Figure } from './stats.js';
 
 export const BATCH = 100;
@@ -20,7 +20,7 @@ export async function createFloorTable(sql: Sql): Promise<{ lz4: boolean }> {
 }
 
 async function postBatch(api: string, body: string): Promise<void> {
-  const res = await fetch(`${api}/vcons/batch`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const res = await fetch(`${api}/vcons/batch`, { method: 'POST', headers: { 'content-type': 'application/json', ...benchAuth }, body });
   const text = await res.text();
   if (res.status !== 201) throw new Error(`POST /vcons/batch answered ${res.status}: ${text.slice(0, 500)}`);
 }

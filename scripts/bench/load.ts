@@ -1,7 +1,7 @@
 // Load generation: autocannon for closed-loop throughput at N connections (latencies recorded per
 // response, so p50/p95 are exact), and a plain sequential client for latency at concurrency 1.
 import autocannon from 'autocannon';
-import { readCpuMs } from './processes.js';
+import { benchAuth, readCpuMs } from './processes.js';
 import { percentile } from './stats.js';
 
 export interface LoadRound {
@@ -39,7 +39,7 @@ export async function runAutocannon(spec: LoadSpec): Promise<LoadRound> {
     connections: spec.connections,
     duration: spec.seconds,
     method: spec.method ?? 'GET',
-    headers: { 'content-type': 'application/json', ...spec.headers },
+    headers: { 'content-type': 'application/json', ...benchAuth, ...spec.headers },
     requests: [
       {
         setupRequest: (req: Record<string, unknown>) => ({
@@ -72,7 +72,7 @@ export async function runAutocannon(spec: LoadSpec): Promise<LoadRound> {
 }
 
 /** Sequential requests (concurrency 1): per-request latencies in ms and the non-2xx count. */
-export async function runSequential(urls: string[], headers: Record<string, string> = {}): Promise<{ latencies: number[]; errors: number }> {
+export async function runSequential(urls: string[], headers: Record<string, string> = benchAuth): Promise<{ latencies: number[]; errors: number }> {
   const latencies: number[] = [];
   let errors = 0;
   for (const u of urls) {

@@ -1,13 +1,22 @@
 // Child processes of the bench: real vcon-server instances and the floor server, started with an
 // IPC readiness handshake, their stderr kept in a file of the run directory, stopped by pid.
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { packageRoot } from '../../src/paths.js';
+import { childEnvDefaults, childNodeFlags } from '../../cli/child.js';
 
 export const SERVER_JS = path.join(packageRoot, 'dist', 'src', 'main.js');
 export const CLI_JS = path.join(packageRoot, 'dist', 'cli', 'index.js');
 export const FLOOR_JS = path.join(packageRoot, 'dist', 'scripts', 'bench', 'floor-server.js');
+
+/**
+ * The API key of this run's servers: measured as an operator runs them, with authentication on
+ * (every request presents it; the floor server ignores it).
+ */
+export const BENCH_API_KEY = `bench-${randomBytes(12).toString('hex')}`;
+export const benchAuth: Readonly<Record<string, string>> = Object.freeze({ authorization: `Bearer ${BENCH_API_KEY}` });
 
 export interface Child {
   name: string;
@@ -88,7 +97,10 @@ function tail(file: string): string {
   }
 }
 
-/** Starts one real vcon-server (HTTP, port 0, auth off) on a schema. */
+/**
+ * Starts one real vcon-server (HTTP, port 0, API key BENCH_API_KEY) on a schema, with the V8 flags
+ * and environment defaults the launcher gives every group (cli/child.ts): what an operator runs.
+ */
 export function startServer(opts: {
   name: string;
   databaseUrl: string;
@@ -98,22 +110,21 @@ export function startServer(opts: {
   nodeArgs?: string[];
   env?: Record<string, string>;
 }): Promise<Child> {
-  return spawnWithReady(
-    opts.name,
-    SERVER_JS,
-    {
-      MCP_TRANSPORT: 'http',
-      MCP_HTTP_PORT: '0',
-      DATABASE_URL: opts.databaseUrl,
-      SUPABASE_DB_SCHEMA: opts.schema,
-      API_AUTH_REQUIRED: 'false',
-      LOG_LEVEL: opts.logLevel ?? 'info',
-      NODE_ENV: 'production',
-      VCON_INSTANCE_LABEL: opts.name,
-      ...opts.env,
-    },
-    { logFile: path.join(opts.runDir, `${opts.name}.log`), nodeArgs: opts.nodeArgs },
-  );
+  const env = childEnvDefaults({
+    MCP_TRANSPORT: 'http',
+    MCP_HTTP_PORT: '0',
+    DATABASE_URL: opts.databaseUrl,
+    SUPABASE_DB_SCHEMA: opts.schema,
+    API_KEYS: BENCH_API_KEY,
+    LOG_LEVEL: opts.logLevel ?? 'info',
+    NODE_ENV: 'production',
+    VCON_INSTANCE_LABEL: opts.name,
+    ...opts.env,
+  });
+  return spawnWithReady(opts.name, SERVER_JS, env, {
+    logFile: path.join(opts.runDir, `${opts.name}.log`),
+    nodeArgs: [...childNodeFlags(env), ...(opts.nodeArgs ?? [])],
+  });
 }
 
 /** Starts the floor server: node:http + postgres.js over the floor table and the main schema. */

@@ -5,6 +5,7 @@
 import { SEARCH_QUERIES } from './corpus.js';
 
 import { runSequential } from './load.js';
+import { benchAuth } from './processes.js';
 import { makeFigure, percentile, type Figure } from './stats.js';
 
 const KINDS = [
@@ -53,7 +54,7 @@ export async function measureSearch(opts: {
 
   async function measureFiltered(k: (typeof KINDS)[number], filters: readonly string[]): Promise<Figure> {
     const list = queries.flatMap((q) => filters.map((f) => `${opts.serverApi}/vcons/search/${k.kind}?q=${encodeURIComponent(q)}&limit=10${f}`));
-    const bad = await fetch(list[list.length - 1]);
+    const bad = await fetch(list[list.length - 1], { headers: benchAuth });
     if (!bad.ok) throw new Error(`filtered GET /vcons/search/${k.kind} answered ${bad.status}: ${(await bad.text()).slice(0, 300)}`);
     const p95: number[] = [];
     for (let r = 0; r < opts.rounds; r++) {
@@ -77,7 +78,7 @@ export async function measureSearch(opts: {
     firstQueryMs[k.kind] = (await runSequential(urls(opts.serverApi, k.kind).slice(0, 1))).latencies[0];
     let empty = 0;
     for (const q of queries) {
-      const res = await fetch(`${opts.serverApi}/vcons/search/${k.kind}?q=${encodeURIComponent(q)}&limit=10`);
+      const res = await fetch(`${opts.serverApi}/vcons/search/${k.kind}?q=${encodeURIComponent(q)}&limit=10`, { headers: benchAuth });
       const body = (await res.json()) as { results?: unknown[] };
       if (!res.ok) throw new Error(`GET /vcons/search/${k.kind} answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
       if (!body.results?.length) empty++;
