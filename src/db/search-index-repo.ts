@@ -8,6 +8,7 @@ import { signCodeBytes, vectorToBytes } from '../embeddings/code.js';
 import { copyBinary, type CopyValue } from './copy-binary.js';
 import type { VectorSpace } from './search-repo.js';
 import { stage, stageSync } from '../stages.js';
+import { createLexicon, plainTokens } from '../domain/tsvector.js';
 
 /**
  * The per-vCon ranking tsvector is one weight per source (subject A, party B, analysis C, dialog and
@@ -16,6 +17,25 @@ import { stage, stageSync } from '../stages.js';
  */
 const UNIT_GAP = ' . the the the . ';
 const WEIGHT_OF: Record<SearchUnit['source'], number> = { subject: 0, party: 1, analysis: 2, dialog: 3, attachment: 3 };
+
+const WEIGHTS = ['A', 'B', 'C', 'D'] as const;
+
+/** The lexemes the tsvectors of this process are made from (ts_lexize, learnt once a word). */
+const lexicon = createLexicon();
+
+/** Teaches the lexicon the words of these token lists it lacks: one query. */
+async function lookUpLexemes(db: Db, tokens: (string[] | null)[][]): Promise<void> {
+  const words = lexicon.missing(tokens.flat());
+  if (words.length === 0) return;
+  const rows = await stage(
+    'sql: lexemes',
+    () => db<{ l: string[] | null }[]>`select ts_lexize('english_stem', w) as l from unnest(${words}::text[]) with ordinality as t(w, n) order by n`,
+  );
+  lexicon.learn(
+    words,
+    rows.map((r) => r.l),
+  );
+}
 
 /** Units in (source, idx) order: the order they are stored and joined in. */
 const sortedUnits = (units: SearchUnit[]) => [...units].sort((a, b) => (a.source === b.source ? a.idx - b.idx : a.source < b.source ? -1 : 1));
@@ -123,24 +143,34 @@ export function createSearchIndexRepo(db: Db) {
     },
 
     /**
-     * Rewrites the per-vCon ranking tsvector of some vCons from their units, sent as the four texts
-     * of its weights: each text goes through to_tsvector once (vCons without units get no row).
+     * Rewrites the per-vCon ranking tsvector of some vCons from their units (vCons without units
+     * get no row): per weight, the tsvector made here from the text's tokens (plainTokens), else
+     * the text for to_tsvector; PostgreSQL joins the four (||, as before).
      */
     async writeSearchDocs(items: IndexRows[]): Promise<void> {
       if (items.length === 0) return;
       const uuids = stale(items);
       if (uuids.length > 0) await stage('sql: delete vcon_search', () => db`delete from vcon_search where vcon_uuid = any(${uuids}::uuid[])`);
-      const rows = items.filter((i) => i.units.length > 0).map((i) => ({ uuid: i.uuid, texts: weightTexts(i.units) }));
+      const rows = items.filter((i) => i.units.length > 0);
       if (rows.length === 0) return;
-      const col = (k: number) => rows.map((r) => r.texts[k]);
+      const texts = rows.map((r) => weightTexts(r.units));
+      const tokens = stageSync('tsvector: tokens', () => texts.map((t) => t.map(plainTokens)));
+      await lookUpLexemes(db, tokens);
+      const tsvs = stageSync('tsvector: make', () => tokens.map((t) => t.map((tok, k) => (tok ? lexicon.tsvector(tok, WEIGHTS[k]) : null))));
+      // Per weight: the tsvector's text, or (null there) the text to_tsvector makes it from.
+      const col = (k: number) => rows.map((_, n) => (tsvs[n][k] === null ? texts[n][k] : null));
+      const tsv = (k: number) => rows.map((_, n) => tsvs[n][k]);
       await stage(
         'sql: insert vcon_search',
         () => db`
         insert into vcon_search (vcon_uuid, created_at, tsv)
         select v.uuid, v.created_at,
-          setweight(to_tsvector('english', left(x.a, 200000)), 'A') || setweight(to_tsvector('english', left(x.b, 200000)), 'B')
-            || setweight(to_tsvector('english', left(x.c, 200000)), 'C') || setweight(to_tsvector('english', left(x.d, 200000)), 'D')
-        from unnest(${rows.map((r) => r.uuid)}::uuid[], ${col(0)}::text[], ${col(1)}::text[], ${col(2)}::text[], ${col(3)}::text[]) as x(u, a, b, c, d)
+          coalesce(x.ta::tsvector, setweight(to_tsvector('english', left(x.a, 200000)), 'A'))
+            || coalesce(x.tb::tsvector, setweight(to_tsvector('english', left(x.b, 200000)), 'B'))
+            || coalesce(x.tc::tsvector, setweight(to_tsvector('english', left(x.c, 200000)), 'C'))
+            || coalesce(x.td::tsvector, setweight(to_tsvector('english', left(x.d, 200000)), 'D'))
+        from unnest(${rows.map((r) => r.uuid)}::uuid[], ${col(0)}::text[], ${col(1)}::text[], ${col(2)}::text[], ${col(3)}::text[],
+                    ${tsv(0)}::text[], ${tsv(1)}::text[], ${tsv(2)}::text[], ${tsv(3)}::text[]) as x(u, a, b, c, d, ta, tb, tc, td)
         join vcons v on v.uuid = x.u`,
       );
     },

@@ -1,0 +1,255 @@
+// The ranking tsvector made in the indexer (src/domain/tsvector.ts) must be the one PostgreSQL's
+// to_tsvector makes: for every text the fast path accepts, random ones built to hit the parser's
+// special cases (hyphens, dots, colons, numbers next to words, URLs, addresses, non-ASCII) and
+// real ones; and the stored vcon_search rows of indexed vCons (fast path and to_tsvector mixed)
+// equal the statement that wrote them before. Real PostgreSQL.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import { createServices } from '../../src/main.js';
+import { createSearch } from '../../src/search.js';
+import { createEmbeddingProvider } from '../../src/embeddings/index.js';
+import { internalCtx } from '../../src/services/context.js';
+import { createLexicon, plainTokens } from '../../src/domain/tsvector.js';
+import { unitRows } from '../../src/db/search-index-repo.js';
+import { classifyVcon, type JsonObject } from '../../src/domain/vcon.js';
+import { decodeBodies, extractUnits } from '../../src/domain/derive.js';
+import { generateVcon } from '../../scripts/bench/corpus.js';
+import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
+import { buildVcon } from './builders.js';
+
+const configFor = (schema: string) => parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, LOG_LEVEL: 'silent' });
+
+/** Random texts made of the pieces the default parser treats specially, joined with and without blanks. */
+function fuzzTexts(count: number, seed = 17): string[] {
+  const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff) / 0x80000000;
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)];
+  const letters = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
+  const word = () => {
+    if (rnd() < 0.3) return pick(['the', 'a', 'is', 'it', 's', 't', 'don', 'running', 'Kettles', 'ran', 'ies', 'sky', 'Organization', 'e', 'g']);
+    let w = '';
+    for (let n = 1 + Math.floor(rnd() * 9); n > 0; n--) w += pick([...letters]);
+    return w;
+  };
+  const number = () => String(Math.floor(rnd() * 10 ** (1 + Math.floor(rnd() * 7)))).padStart(rnd() < 0.1 ? 4 : 1, '0');
+  const blanks = [
+    ' ',
+    ' ',
+    ' ',
+    '  ',
+    '\n',
+    '\t',
+    '\r\n',
+    ', ',
+    '; ',
+    '! ',
+    '? ',
+    ' (',
+    ') ',
+    '"',
+    "'",
+    ' [',
+    '] ',
+    '{',
+    '}',
+    '*',
+    '=',
+    '|',
+    '%',
+    '$',
+    '^',
+    '#',
+    '`',
+  ];
+  const joins = [
+    '.',
+    '. ',
+    '..',
+    '...',
+    '....',
+    ':',
+    ': ',
+    ':.',
+    '-',
+    ' - ',
+    '--',
+    '- ',
+    ' -',
+    "'",
+    '',
+    '',
+    '/',
+    '@',
+    '_',
+    '+',
+    '~',
+    '&',
+    '<',
+    '>',
+    '\\',
+    'é',
+    '·',
+    '\u00a0',
+  ];
+  const out: string[] = [];
+  for (let t = 0; t < count; t++) {
+    // Half the texts rarely join (mostly taken by the fast path), half often (mostly refused).
+    const joinShare = t % 2 === 0 ? 0.08 : 0.3;
+    let s = rnd() < 0.2 ? pick([...blanks, ...joins]) : '';
+    for (let n = 1 + Math.floor(rnd() * 25); n > 0; n--) {
+      s += rnd() < 0.75 ? word() : number();
+      // Mostly blanks (texts the fast path takes), sometimes the joins that make other tokens.
+      for (let k = rnd() < 0.7 ? 1 : 1 + Math.floor(rnd() * 3); k > 0; k--) s += rnd() < joinShare ? pick(joins) : pick(blanks);
+    }
+    out.push(rnd() < 0.5 ? s.trimEnd() : s);
+  }
+  return out;
+}
+
+/** Real texts: the unit texts of the test fixtures and of the bench corpus, whole and per unit. */
+async function realTexts(): Promise<string[]> {
+  const dir = path.resolve(import.meta.dirname, '../fixtures/vcons');
+  const docs: JsonObject[] = readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as JsonObject);
+  for (let i = 0; i < 60; i++) docs.push(generateVcon(5, i) as JsonObject);
+  const out: string[] = [];
+  for (const d of docs) {
+    let c: ReturnType<typeof classifyVcon>;
+    try {
+      c = classifyVcon(d);
+    } catch {
+      continue; // fixtures of invalid documents
+    }
+    if (c.kind !== 'plain') continue;
+    const units = extractUnits(c.doc, await decodeBodies(c.doc));
+    out.push(...units.map((u) => u.body), units.map((u) => u.body).join(' . the the the . '));
+  }
+  return out;
+}
+
+describe('the tsvector made in the indexer', () => {
+  let t: TestSchema;
+  beforeAll(async () => {
+    t = await createTestSchema('tsvector');
+  });
+  afterAll(() => t?.drop());
+
+  /** Texts the fast path takes whose tsvector differs from to_tsvector's (none expected), and how many it took. */
+  async function differences(texts: string[], weight: 'A' | 'B' | 'C' | 'D') {
+    const tokens = texts.map(plainTokens);
+    const lexicon = createLexicon();
+    const words = lexicon.missing(tokens);
+    const rows = await t.sql<{ l: string[] | null }[]>`
+      select ts_lexize('english_stem', w) as l from unnest(${words}::text[]) with ordinality as x(w, n) order by n`;
+    lexicon.learn(
+      words,
+      rows.map((r) => r.l),
+    );
+    const made = tokens.map((tok) => (tok ? lexicon.tsvector(tok, weight) : null));
+    const taken = made.flatMap((m, n) => (m === null ? [] : [n]));
+    const diff = await t.sql<{ text: string; made: string; want: string }[]>`
+      select x.t as text, x.m::tsvector::text as made, setweight(to_tsvector('english', left(x.t, 200000)), ${weight}::"char")::text as want
+      from unnest(${taken.map((n) => texts[n])}::text[], ${taken.map((n) => made[n]!)}::text[]) as x(t, m)
+      where x.m::tsvector is distinct from setweight(to_tsvector('english', left(x.t, 200000)), ${weight}::"char")`;
+    return { diff, taken: taken.length };
+  }
+
+  test('random texts built from the parser’s special cases: every text made here is to_tsvector’s', async () => {
+    const texts = fuzzTexts(20000);
+    const { diff, taken } = await differences(texts, 'C');
+    expect(diff).toEqual([]);
+    // The fast path takes a good share and refuses the rest (not vacuous either way).
+    expect(taken).toBeGreaterThan(texts.length * 0.2);
+    expect(taken).toBeLessThan(texts.length * 0.9);
+  });
+
+  test('real texts: fixtures and the bench corpus, per unit and joined; most are made here', async () => {
+    const texts = await realTexts();
+    for (const w of ['A', 'D'] as const) {
+      const { diff, taken } = await differences(texts, w);
+      expect(diff).toEqual([]);
+      expect(taken).toBeGreaterThan(texts.length * 0.5);
+    }
+  });
+
+  test('texts the parser reads otherwise are refused', () => {
+    for (const s of [
+      'mail me at ann@example.org',
+      'see https://example.com/x',
+      'example.com',
+      'e.g. this',
+      'version 1.2.3',
+      'pay 12.50',
+      '3pm',
+      'abc123',
+      'a -5 b',
+      'two-3',
+      '10:30',
+      'café',
+      'x_y',
+      '<b>bold</b>',
+      'AT&T',
+      'a+b',
+      '/usr/bin',
+      'x'.repeat(201),
+      // More tokens than a tsvector has positions.
+      'x '.repeat(16_001),
+    ])
+      expect(plainTokens(s), s).toBeNull();
+    expect(plainTokens("Don't re-enter the two-factor code, 42 times!")).toEqual([
+      'Don',
+      't',
+      're-enter',
+      're',
+      'enter',
+      'the',
+      'two-factor',
+      'two',
+      'factor',
+      'code',
+      '42',
+      'times',
+    ]);
+  });
+
+  test('stored rows equal the statement that wrote them before, fast path and to_tsvector mixed', async () => {
+    const services = createServices(t.sql, configFor(t.schema));
+    await services.stop();
+    const { indexer } = createSearch({
+      sql: t.sql,
+      provider: createEmbeddingProvider(configFor(t.schema)),
+      plugins: [],
+      log: { info() {}, warn() {} },
+    });
+    const docs = [
+      ...Array.from({ length: 40 }, (_, i) => generateVcon(11, i)),
+      buildVcon({
+        subject: 'Re: order #4411 — café visit',
+        parties: [{ name: 'Zoë Hart', mailto: 'zoe@example.org' }, { name: 'Agent Pim' }],
+        turns: ['See https://example.com/orders/4411 at 10:30 or 3pm.', 'The well-known fix: re-seat the 2.5 mm jack.', 'Fine — thanks!'],
+      }),
+      buildVcon({ subject: 'Plain words only', turns: ['Nothing special here, only words and 42 numbers.'] }),
+    ];
+    await services.vcons.batch(docs, internalCtx);
+    while ((await indexer.indexRound(100)) > 0);
+    const GAP = ' . the the the . ';
+    const bad = await t.sql<{ uuid: string }[]>`
+      with old as (
+        select su.vcon_uuid,
+          setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${GAP} order by su.idx) filter (where su.source = 'subject'), ''), 200000)), 'A')
+          || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${GAP} order by su.idx) filter (where su.source = 'party'), ''), 200000)), 'B')
+          || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${GAP} order by su.idx) filter (where su.source = 'analysis'), ''), 200000)), 'C')
+          || setweight(to_tsvector('english', left(coalesce(string_agg(su.body, ${GAP} order by su.source, su.idx) filter (where su.source in ('dialog', 'attachment')), ''), 200000)), 'D') as tsv
+        from ${unitRows(t.sql)} su group by su.vcon_uuid
+      )
+      select old.vcon_uuid::text as uuid from old full join vcon_search vs using (vcon_uuid) where vs.tsv is distinct from old.tsv`;
+    expect(bad).toEqual([]);
+    const [n] = await t.sql<{ n: number }[]>`select count(*)::int as n from vcon_search`;
+    expect(n.n).toBe(docs.length);
+    // The words of the to_tsvector texts are found as before.
+    const r = await services.search.content({ q: 'example.com' }, internalCtx);
+    expect(r.results.map((x) => x.uuid)).toContain(docs[40].uuid);
+  });
+});
