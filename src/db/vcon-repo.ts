@@ -45,30 +45,31 @@ export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c
 
 export function createVconRepo(db: Db) {
   /**
-   * The documents and their columns as one JSON parameter read with json_to_recordset: a json[]
-   * parameter would escape every quote of every document into an array literal, and json columns
-   * of json_to_recordset keep each document's text exactly as sent (key order, API.md).
+   * The documents and their columns as rows of parameters, each document's JSON text its own
+   * parameter: PostgreSQL reads each text once (json input; the stored json keeps it exactly, key
+   * order included, API.md). One JSON parameter holding every row made PostgreSQL parse all the
+   * documents twice (json input, then json_to_recordset), a json[] parameter would escape every
+   * quote of every document into an array literal. The parameters arrive as text and are cast here.
    */
   const vconRows = (items: StoredVcon[]) => {
-    const rows = items.map((i) => ({
-      uuid: i.uuid,
-      doc: i.doc,
-      kind: i.kind,
-      subject: i.derived.subject,
-      created_at: i.derived.created_at.toISOString(),
-      updated_at: i.derived.updated_at?.toISOString() ?? null,
-      pc: i.derived.counts.parties,
-      dc: i.derived.counts.dialog,
-      ac: i.derived.counts.analysis,
-      tc: i.derived.counts.attachments,
-      sig: tagsSig(i.derived.tags),
-    }));
+    const rows = items.map((i) => [
+      i.uuid,
+      JSON.stringify(i.doc),
+      i.kind,
+      i.derived.subject,
+      i.derived.created_at.toISOString(),
+      i.derived.updated_at?.toISOString() ?? null,
+      i.derived.counts.parties,
+      i.derived.counts.dialog,
+      i.derived.counts.analysis,
+      i.derived.counts.attachments,
+      tagsSig(i.derived.tags),
+    ]);
     return db`
-      select u.uuid, u.doc, u.kind, u.subject, u.created_at, u.updated_at, u.pc, u.dc, u.ac, u.tc, u.sig,
+      select u.uuid::uuid, u.doc::json, u.kind, u.subject, u.created_at::timestamptz, u.updated_at::timestamptz,
+             u.pc::int, u.dc::int, u.ac::int, u.tc::int, u.sig,
              case when u.sig is null then null else now() end
-      from json_to_recordset(${rows as never}::json)
-        as u(uuid uuid, doc json, kind text, subject text, created_at timestamptz, updated_at timestamptz,
-             pc int, dc int, ac int, tc int, sig text)`;
+      from (values ${db(rows as never)}) as u(uuid, doc, kind, subject, created_at, updated_at, pc, dc, ac, tc, sig)`;
   };
   const vconColumns = () => db`uuid, doc, kind, subject, created_at, updated_at,
     parties_count, dialog_count, analysis_count, attachments_count, tags_sig, tags_updated_at`;
