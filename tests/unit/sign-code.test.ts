@@ -58,4 +58,37 @@ describe('the sign code', () => {
     // Not trivially all zeros.
     expect(ones).toBeGreaterThan(vectors.length * 50);
   });
+
+  it('is the first implementation for sums that round differently by order and sums near zero', () => {
+    let seed = 11;
+    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
+    const vectors: Float32Array[] = [];
+    for (const dims of [5, 8, 13, 356, 1536])
+      for (let k = 0; k < 200; k++) {
+        // Components spread over up to `spread` decades: the wider, the likelier a sum rounds.
+        const spread = k % 20;
+        const v = Float32Array.from({ length: dims }, () => rnd() * 10 ** -Math.floor(Math.abs(rnd()) * 2 * spread));
+        // Sums that cancel to (nearly) zero: a vector and its pairs negated.
+        if (k % 7 === 0) for (let d = 1; d < dims; d += 2) v[d] = -v[d - 1];
+        vectors.push(v);
+      }
+    // Two components that cancel, then a tiny one: in dimension order the tiny one decides the
+    // sign; summed in another order it can be lost (the first implementation's result must win).
+    for (let at = 0; at < 40; at += 3) {
+      const v = new Float32Array(356);
+      v[at] = 1;
+      v[at + 1] = -1;
+      v[at + 2] = 1e-20;
+      vectors.push(v);
+    }
+    // Infinite and NaN components.
+    vectors.push(
+      Float32Array.from({ length: 356 }, (_, d) => (d === 7 ? Infinity : rnd())),
+      Float32Array.from({ length: 356 }, (_, d) => (d === 7 ? Infinity : d === 100 ? -Infinity : rnd())),
+      Float32Array.from({ length: 356 }, (_, d) => (d === 9 ? NaN : rnd())),
+    );
+    // A single component below 2⁻¹⁴⁹·2²⁴ next to ones: float32 subnormals.
+    vectors.push(Float32Array.from({ length: 356 }, (_, d) => (d === 3 ? 1e-45 : d % 2 ? 1e-44 : -1e-44)));
+    for (const v of vectors) expect(toBits(signCodeBytes(v))).toBe(reference(v));
+  });
 });
