@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import express, { type Express, type Request, type RequestHandler, type Response, type Router } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { BuildInfo } from '../version.js';
@@ -11,6 +12,7 @@ import { createCors, REST_CORS } from '../transport/cors.js';
 import { sendError } from '../transport/errors.js';
 import { createBodyParser } from './body.js';
 import { createAdmissionGate } from './admission.js';
+import { createFastGet, type FastGet } from './fast-get.js';
 import { registerInfraRoutes } from './routes/infra.js';
 import { registerVconRoutes } from './routes/vcons.js';
 import { registerTagRoutes } from './routes/tags.js';
@@ -28,17 +30,22 @@ export interface AppDeps {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The request id: the client's X-Request-Id when it is a sane token, else a new one. */
+function requestId(incoming: string | string[] | undefined): string {
+  return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
 /** The access log line of one request: 5xx error, 4xx warn, else info; aborted requests warn. */
-function logRequest(log: Logger, req: Request, res: Response, id: string, start: number): void {
+function logRequest(log: Logger, res: ServerResponse, method: string, url: string, id: string, start: number): void {
   const status = res.statusCode;
   const aborted = !res.writableFinished;
   const level = status >= 500 ? 'error' : status >= 400 || aborted ? 'warn' : 'info';
   if (!log.isLevelEnabled(level)) return;
   // Paths only: query strings can carry emails and phone numbers (party filters).
-  const q = req.originalUrl.indexOf('?');
-  const path = q < 0 ? req.originalUrl : req.originalUrl.slice(0, q);
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
   log[level](
-    { req: { id, method: req.method, path }, res: { statusCode: status }, responseTime: Math.round(performance.now() - start) },
+    { req: { id, method, path }, res: { statusCode: status }, responseTime: Math.round(performance.now() - start) },
     aborted ? 'request aborted' : 'request completed',
   );
 }
@@ -55,19 +62,24 @@ export function buildApp(deps: AppDeps): Express {
 
   const health = `${config.rest.basePath}/health`;
   const { version, gitCommit, buildTime } = buildInfo;
+  /** Requests the fast path took and failed: their id, headers and log line are set already. */
+  const fastFailed = new WeakMap<IncomingMessage, unknown>();
   // One middleware for the request id, the build headers and the access log line. The line is
   // written by the root logger when the response ends: no child logger per request (pino-http
   // built one for every request, whether or not anything logged through it).
   app.use((req, res, next) => {
-    const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    if (fastFailed.has(req)) {
+      next(fastFailed.get(req) ?? new Error('the fast read failed'));
+      return;
+    }
+    const id = requestId(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', id);
     res.setHeader('X-Version', version);
     res.setHeader('X-Git-Commit', gitCommit);
     res.setHeader('X-Build-Time', buildTime);
     if (req.url !== health) {
       const start = performance.now();
-      res.once('close', () => logRequest(log, req, res, id, start));
+      res.once('close', () => logRequest(log, res, req.method, req.originalUrl, id, start));
     }
     next();
   });
@@ -97,5 +109,31 @@ export function buildApp(deps: AppDeps): Express {
     });
   }) as RequestHandler);
   app.use(createErrorHandler({ production: config.production, log }));
+
+  // The hot read is answered before express when it can be (fast-get.ts): express's handle alone
+  // (the prototype swap of req and res, the router) cost more CPU than the rest of the answer.
+  // Everything else, and the errors of the reads it took, are express's. Made at the first request:
+  // building the app only registers routes (the OpenAPI test builds it without services).
+  let fast: FastGet | false | undefined;
+  // express's own entry point (the app function calls app.handle), which its types don't name.
+  const inner = app as unknown as { handle: (req: IncomingMessage, res: ServerResponse, next?: unknown) => void };
+  const handle = inner.handle.bind(app);
+  inner.handle = (req, res, next) => {
+    fast ??=
+      createFastGet({
+        config,
+        services,
+        buildInfo,
+        requestId,
+        logRequest: (r, method, url, id, start) => logRequest(log, r, method, url, id, start),
+      }) ?? false;
+    const taken =
+      fast !== false &&
+      fast(req, res, (err) => {
+        fastFailed.set(req, err);
+        handle(req, res, next);
+      });
+    if (!taken) handle(req, res, next);
+  };
   return app;
 }

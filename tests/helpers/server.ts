@@ -1,6 +1,7 @@
 import { parseConfig, type EnvInput } from '../../src/config.js';
 import { startInstance, type Instance } from '../../src/main.js';
 import { createLogger } from '../../src/logger.js';
+import type { DestinationStream } from 'pino';
 import { adminSql, databaseUrl, testSchemaName } from './db.js';
 import { checkAgainstDocument } from './openapi-check.js';
 
@@ -19,6 +20,8 @@ export interface ApiExchange {
 export interface TestServerOptions {
   /** Called with every `api()` response; throw to fail the request (tests/openapi uses it). */
   onResponse?: (x: ApiExchange) => void;
+  /** Where the instance's log lines go (with LOG_LEVEL in env); none by default. */
+  logTo?: DestinationStream;
 }
 
 export interface TestServer {
@@ -44,7 +47,7 @@ export async function startTestServer(env: EnvInput = {}, opts: TestServerOption
     VCON_INSTANCE_LABEL: `label-${schema}`,
     ...env,
   });
-  const instance = await startInstance(config, { log: createLogger(config) });
+  const instance = await startInstance(config, { log: createLogger(config, opts.logTo) });
   const base = `${instance.url}${config.rest.basePath}`;
   // VCON_OPENAPI_CHECK=1 validates every api() response of any suite against GET /openapi.json.
   const onResponse = opts.onResponse ?? (process.env.VCON_OPENAPI_CHECK ? await checkAgainstDocument(base) : undefined);
