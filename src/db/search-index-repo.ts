@@ -23,10 +23,8 @@ const WEIGHTS = ['A', 'B', 'C', 'D'] as const;
 /** The lexemes the tsvectors of this process are made from (ts_lexize, learnt once a word). */
 const lexicon = createLexicon();
 
-/** Teaches the lexicon the words of these token lists it lacks: one query. */
-async function lookUpLexemes(db: Db, tokens: (string[] | null)[][]): Promise<void> {
-  const words = lexicon.missing(tokens.flat());
-  if (words.length === 0) return;
+/** Teaches the lexicon some words: one query. */
+async function learnWords(db: Db, words: string[]): Promise<void> {
   const rows = await stage(
     'sql: lexemes',
     () => db<{ l: string[] | null }[]>`select ts_lexize('english_stem', w) as l from unnest(${words}::text[]) with ordinality as t(w, n) order by n`,
@@ -155,8 +153,15 @@ export function createSearchIndexRepo(db: Db) {
       if (rows.length === 0) return;
       const texts = rows.map((r) => weightTexts(r.units));
       const tokens = stageSync('tsvector: tokens', () => texts.map((t) => t.map(plainTokens)));
-      await lookUpLexemes(db, tokens);
-      const tsvs = stageSync('tsvector: make', () => tokens.map((t) => t.map((tok, k) => (tok ? lexicon.tsvector(tok, WEIGHTS[k]) : null))));
+      const unknown = new Set<string>();
+      const make = () => tokens.map((t) => t.map((tok, k) => (tok ? lexicon.tsvector(tok, WEIGHTS[k], unknown) : null)));
+      let tsvs = stageSync('tsvector: make', make);
+      // Words seen for the first time in this process: learnt, then the texts that had them are made.
+      if (unknown.size > 0) {
+        await learnWords(db, [...unknown]);
+        const again = make();
+        tsvs = tsvs.map((t, n) => t.map((x, k) => (x === undefined ? again[n][k] : x)));
+      }
       // Per weight: the tsvector's text, or (null there) the text to_tsvector makes it from.
       const col = (k: number) => rows.map((_, n) => (tsvs[n][k] === null ? texts[n][k] : null));
       const tsv = (k: number) => rows.map((_, n) => tsvs[n][k]);

@@ -137,13 +137,6 @@ export function createLexicon() {
   const byLexeme = new Map<string, Entry>();
   let texts = 0;
   return {
-    /** The words of these token lists the lexicon lacks. */
-    missing(lists: Iterable<string[] | null>): string[] {
-      const out = new Set<string>();
-      for (const list of lists) if (list) for (const w of list) if (!isDigitCode(w.charCodeAt(0)) && !words.has(w)) out.add(w);
-      return [...out];
-    },
-
     /** Learns what ts_lexize('english_stem', word) gave for each word (null: the dictionary did not know it). */
     learn(ws: string[], lexemes: (string[] | null)[]): void {
       if (words.size + ws.length > MAX_WORDS) {
@@ -164,12 +157,14 @@ export function createLexicon() {
 
     /**
      * The text form of setweight(to_tsvector('english', text), weight) from the text's tokens
-     * (plainTokens), or null when a word is unknown or not plain, or a lexeme has too many positions.
+     * (plainTokens); null when a word is not plain or a lexeme has too many positions; undefined
+     * when words are not in the lexicon yet (added to `unknown`: learn them, then ask again).
      */
-    tsvector(tokens: string[], weight: 'A' | 'B' | 'C' | 'D'): string | null {
+    tsvector(tokens: string[], weight: 'A' | 'B' | 'C' | 'D', unknown: Set<string>): string | null | undefined {
       const text = ++texts;
       const used: Entry[] = [];
       let numbers: Map<string, Entry> | undefined;
+      let complete = true;
       for (let i = 0; i < tokens.length; i++) {
         const t = tokens[i];
         let e: Entry | null | false | undefined;
@@ -178,8 +173,13 @@ export function createLexicon() {
           e = numbers.get(t);
           if (!e) numbers.set(t, (e = entry(t)));
         } else e = words.get(t);
-        if (e === undefined || e === false) return null;
-        if (e === null) continue;
+        if (e === undefined) {
+          unknown.add(t);
+          complete = false;
+          continue;
+        }
+        if (e === false) return null;
+        if (e === null || !complete) continue;
         const p = positionText(i + 1) + weight;
         if (e.text !== text) {
           e.text = text;
@@ -191,6 +191,7 @@ export function createLexicon() {
           e.count++;
         }
       }
+      if (!complete) return undefined;
       let out = '';
       for (const e of used) {
         if (e.count > MAX_POSITIONS) return null;
