@@ -90,6 +90,7 @@ describe('migration runner', () => {
       '0003_lean_index',
       '0004_search_units_per_vcon',
       '0005_dialog_facts_per_vcon',
+      '0006_derived_rows_without_foreign_keys',
     ]);
     const [a, b] = [testSchemaName('mig'), testSchemaName('mig')];
     await migrate(pool(a), a);

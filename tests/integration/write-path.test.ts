@@ -1,0 +1,145 @@
+// The write path against real PostgreSQL, a throwaway schema: the stored document text is exactly
+// the accepted document's JSON (API.md: key order, every character), whichever write stored it (a
+// create, a batch: each document its own parameter, a replacement); and a delete removes the derived
+// rows itself (no foreign keys on them, migration 0006), also those of a write that commits while the
+// delete waits for it.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import { createServices } from '../../src/main.js';
+import { createSql } from '../../src/db/client.js';
+import { internalCtx } from '../../src/services/context.js';
+import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
+
+let t: TestSchema;
+let services: ReturnType<typeof createServices>;
+beforeAll(async () => {
+  t = await createTestSchema('write_path');
+  services = createServices(t.sql, parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: t.schema, LOG_LEVEL: 'silent' }));
+  await services.stop();
+});
+afterAll(async () => {
+  await services?.stop();
+  await t?.drop();
+});
+
+/** A plain vCon with text that a parameter or an array literal could mangle, keys in no sorted order. */
+const tricky = (i: number) => ({
+  zeta: { b: 1, a: [2, { y: null, x: 'tab\there' }] },
+  uuid: randomUUID(),
+  vcon: '0.3.0',
+  created_at: '2025-03-01T12:00:00.000Z',
+  subject: `$${i} {"quoted"} back\\slash 'single' \u2028 ∑ 注文 😀 ,(){}[]`,
+  parties: [{ name: 'Zoë "Z" O\'Neil', tel: '+1555000' + i }],
+  dialog: [{ type: 'text', parties: [0], encoding: 'none', body: 'NULL null \\N \\x00 "' + i + '"' }],
+  attachments: [{ purpose: 'tags', encoding: 'json', body: [`k:v${i}`, 'a:b:c'] }],
+  number: 1e21,
+  negative: -0.000001,
+  empty: {},
+});
+
+/** A JWS general-serialization form: stored opaque, as sent. */
+const signed = () => ({
+  payload: Buffer.from(JSON.stringify({ subject: 'x' })).toString('base64url'),
+  signatures: [{ header: { uuid: randomUUID() }, protected: 'eyJhbGciOiJSUzI1NiJ9', signature: 'c2ln' }],
+});
+
+describe('stored document text', () => {
+  it('is JSON.stringify of the accepted document for a batch, a create and a replacement', async () => {
+    const plain = Array.from({ length: 5 }, (_, i) => tricky(i));
+    const docs = [...plain, signed()];
+    const r = await services.vcons.batch(structuredClone(docs), internalCtx);
+    expect(r.failed, JSON.stringify(r.results)).toBe(0);
+    for (const [i, doc] of docs.entries()) {
+      expect(await services.vcons.getText(r.results[i].uuid as string)).toBe(JSON.stringify(doc));
+    }
+    const one = tricky(7);
+    const c = await services.vcons.create(structuredClone(one), internalCtx);
+    expect(await services.vcons.getText(c.uuid)).toBe(JSON.stringify(one));
+    // A replacement in a batch: the service adds updated_at at the end, the rest as sent.
+    const again = { ...plain[0], subject: 'replaced $1' };
+    const r2 = await services.vcons.batch([structuredClone(again), tricky(9)], internalCtx);
+    expect(r2.results.map((x) => x.status)).toEqual([200, 201]);
+    const text = await services.vcons.getText(plain[0].uuid);
+    const stored = JSON.parse(text as string);
+    expect(text).toBe(JSON.stringify({ ...again, updated_at: stored.updated_at }));
+    const [row] = await t.sql<{ subject: string; created_at: Date; parties_count: number; tags_sig: string | null }[]>`
+      select subject, created_at, parties_count, tags_sig from vcons where uuid = ${plain[1].uuid}::uuid`;
+    expect(row).toMatchObject({ subject: plain[1].subject, created_at: new Date('2025-03-01T12:00:00.000Z'), parties_count: 1 });
+    expect(row.tags_sig).toMatch(/^[0-9a-f]{40}$/);
+  });
+});
+
+const DERIVED = ['vcon_parties', 'vcon_dialogs', 'vcon_analyses', 'vcon_attachments', 'vcon_tags'];
+
+const doc = () => ({
+  uuid: randomUUID(),
+  vcon: '0.3.0',
+  subject: 'to delete',
+  parties: [{ name: 'A' }, { name: 'B' }],
+  dialog: [{ type: 'text', parties: [0], encoding: 'none', body: 'hi' }],
+  analysis: [{ type: 'summary', vendor: 'v', body: 'x' }],
+  attachments: [{ purpose: 'tags', encoding: 'json', body: ['k:v'] }],
+});
+
+const rowsOf = async (uuid: string) => {
+  const out: Record<string, number> = {};
+  for (const table of DERIVED) {
+    const [r] = await t.sql<{ n: number }[]>`select count(*)::int as n from ${t.sql(table)} where vcon_uuid = ${uuid}::uuid`;
+    out[table] = r.n;
+  }
+  return out;
+};
+const none = Object.fromEntries(DERIVED.map((d) => [d, 0]));
+
+describe('deleting a vCon without foreign keys on its derived rows', () => {
+  it('removes every derived row of the vCon and no other', async () => {
+    const [a, b] = [doc(), doc()];
+    await services.vcons.batch([a, b], internalCtx);
+    expect(Object.values(await rowsOf(a.uuid)).every((n) => n > 0)).toBe(true);
+    expect(await services.vcons.remove(a.uuid, internalCtx)).toEqual({ uuid: a.uuid, deleted: true });
+    expect(await rowsOf(a.uuid)).toEqual(none);
+    expect(Object.values(await rowsOf(b.uuid)).every((n) => n > 0)).toBe(true);
+    await expect(services.vcons.remove(a.uuid, internalCtx)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('waits for a write of the vCon in progress and removes the rows it committed', async () => {
+    const d = doc();
+    await services.vcons.create(d, internalCtx);
+    // A write of the vCon holds its row lock (as a replacement or append does) and adds derived rows.
+    const other = createSql({ url: databaseUrl(), schema: t.schema, max: 1 });
+    try {
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const write = other.begin(async (tx) => {
+        await tx`select 1 from vcons where uuid = ${d.uuid}::uuid for no key update`;
+        await tx`insert into vcon_tags (vcon_uuid, key, value) values (${d.uuid}::uuid, 'late', 'tag')`;
+        await tx`insert into vcon_parties (vcon_uuid, idx, name) values (${d.uuid}::uuid, 2, 'Late')`;
+        locked();
+        await held;
+      });
+      await isLocked;
+      const removal = services.vcons.remove(d.uuid, internalCtx);
+      // The delete waits for the lock; the write then commits its rows.
+      await new Promise((r) => setTimeout(r, 200));
+      release();
+      await write;
+      expect(await removal).toEqual({ uuid: d.uuid, deleted: true });
+      expect(await rowsOf(d.uuid)).toEqual(none);
+    } finally {
+      await other.end();
+    }
+  });
+
+  it('has no foreign key left on the derived tables; the search tables keep theirs', async () => {
+    const fks = await t.sql<{ table: string }[]>`
+      select conrelid::regclass::text as table from pg_constraint
+      where contype = 'f' and connamespace = ${t.schema}::regnamespace order by 1`;
+    const tables = fks.map((f) => f.table);
+    for (const table of DERIVED) expect(tables).not.toContain(table);
+    expect(tables).toContain('search_units');
+    expect(tables).toContain('index_queue');
+  });
+});
