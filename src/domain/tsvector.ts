@@ -120,7 +120,8 @@ interface Entry {
 const POSITION_TEXT: string[] = [];
 const positionText = (p: number) => (POSITION_TEXT[p] ??= String(p));
 
-const quote = (lexeme: string) => `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+/** A lexeme as tsvector text: bare when it is letters, digits and hyphens (every lexeme made here), else quoted. */
+const quote = (lexeme: string) => (/^[a-z0-9-]+$/.test(lexeme) ? lexeme : `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`);
 const entry = (lexeme: string): Entry => ({ quoted: quote(lexeme), text: 0, positions: '', count: 0 });
 
 /** Words the lexicon keeps (a language's words are few; a flood of new ones starts it afresh). */
@@ -180,7 +181,8 @@ export function createLexicon() {
         }
         if (e === false) return null;
         if (e === null || !complete) continue;
-        const p = positionText(i + 1) + weight;
+        // D is the weight of a position without one: the letter is left out.
+        const p = weight === 'D' ? positionText(i + 1) : positionText(i + 1) + weight;
         if (e.text !== text) {
           e.text = text;
           e.positions = p;
