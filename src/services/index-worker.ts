@@ -7,12 +7,22 @@ interface WorkerLog {
   warn(obj: object, msg: string): void;
 }
 
+/** How long a round waits for more writes after one that emptied the queue (ms). */
+export const COALESCE_MS = 20;
+
 /** `stop()` ends the loop and waits for the running round. */
 export function createIndexWorker(deps: {
   indexer: SearchIndexer;
   log: WorkerLog;
   batch: number;
   idleMs?: number;
+  /**
+   * After a round that left the queue empty, the next one waits this long for more writes (ms): a
+   * stream of single creates otherwise runs a round of a few vCons per write, each paying the
+   * round's fixed statements. A backlog (a full round) runs on at once; the first write after a
+   * quiet spell is indexed at once.
+   */
+  coalesceMs?: number;
   /** Called after a round that found nothing to index (the index thread reports it, to be retired when idle). */
   onIdle?: () => void;
   /**
@@ -26,13 +36,17 @@ export function createIndexWorker(deps: {
   const { indexer, log, batch } = deps;
   // Writes of other instances (and rows left by a crash) are found within this interval.
   const idleMs = deps.idleMs ?? 250;
+  const coalesceMs = deps.coalesceMs ?? COALESCE_MS;
   let timer: NodeJS.Timeout | undefined;
+  // The pending timer gathers writes after a round (a wake leaves it be), else it is an idle poll.
+  let gathering = false;
   let stopped = true;
   let running: Promise<number> | undefined;
   let woken = false;
 
-  const schedule = (ms: number) => {
+  const schedule = (ms: number, gather = false) => {
     if (timer) clearTimeout(timer);
+    gathering = gather;
     timer = untracked(() => setTimeout(loop, ms));
     timer.unref();
   };
@@ -59,7 +73,10 @@ export function createIndexWorker(deps: {
       running = undefined;
     }
     if (n === 0 && !woken) deps.onIdle?.();
-    if (!stopped) schedule(n > 0 || woken ? 0 : idleMs);
+    if (stopped) return;
+    if (n >= batch) schedule(0);
+    else if (n > 0 || woken) schedule(coalesceMs, true);
+    else schedule(idleMs);
   };
 
   return {
@@ -74,7 +91,7 @@ export function createIndexWorker(deps: {
     wake() {
       if (stopped) return;
       if (running) woken = true;
-      else if (timer) schedule(0);
+      else if (timer && !gathering) schedule(0);
     },
     async stop() {
       stopped = true;
