@@ -32,7 +32,7 @@ import { createAnalyticsService } from './services/analytics-service.js';
 import type { Services } from './services/index.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import { createSearch } from './search.js';
-import { buildApp } from './http/app.js';
+import { buildApp, createAppServer } from './http/app.js';
 import express, { type Express, type RequestHandler } from 'express';
 import type { McpHttp, McpHttpOptions } from './mcp/http.js';
 
@@ -242,7 +242,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     const mcp = lazyMcpHttp({ config, log, services, buildInfo, production: config.production, basePath: config.rest.basePath });
     const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });
     const server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.mcp.port, config.mcp.host, () => resolve(s));
+      const s = createAppServer(app).listen(config.mcp.port, config.mcp.host, () => resolve(s));
       s.once('error', reject);
     });
     // The keep-alive race: a server that closes an idle connection just as the client sends its
