@@ -219,22 +219,13 @@ export function createVconRepo(db: Db) {
     },
 
     /**
-     * Deletes a vCon with its derived rows; call it in a transaction. The derived tables have no
-     * foreign keys (migration 0006): the row lock first makes a concurrent write of this vCon finish
-     * (or wait), and the delete statement after it sees every derived row committed, so none is left.
-     * The search tables' rows go by their cascade.
+     * Deletes a vCon. Its derived rows go by the delete trigger (migration 0007: they have no foreign
+     * keys), its search rows by their cascade, in this statement: the row lock it takes makes a
+     * concurrent write of the vCon finish first, and the trigger sees the rows that write committed.
      */
     async remove(uuid: string): Promise<boolean> {
-      const [row] = await db`select 1 from vcons where uuid = ${uuid}::uuid for update`;
-      if (!row) return false;
-      await db`
-        with p as (delete from vcon_parties where vcon_uuid = ${uuid}::uuid),
-             d as (delete from vcon_dialogs where vcon_uuid = ${uuid}::uuid),
-             a as (delete from vcon_analyses where vcon_uuid = ${uuid}::uuid),
-             t as (delete from vcon_attachments where vcon_uuid = ${uuid}::uuid),
-             g as (delete from vcon_tags where vcon_uuid = ${uuid}::uuid)
-        delete from vcons where uuid = ${uuid}::uuid`;
-      return true;
+      const rows = await db`delete from vcons where uuid = ${uuid}::uuid returning uuid`;
+      return rows.length > 0;
     },
 
     async list(q: ListQuery, opts: { withDoc: boolean }): Promise<ListRow[]> {

@@ -277,7 +277,7 @@ export function createVconService(deps: VconServiceDeps) {
 
     async remove(uuid: string, ctx: RequestCtx): Promise<{ uuid: string; deleted: true }> {
       const target = (await runHook(plugins, 'beforeDelete', uuid, ctx)) ?? uuid;
-      const deleted = await transact((tx) => tx.remove(target));
+      const deleted = await repo.remove(target);
       if (!deleted) throw new NotFoundError('vcon', target);
       await runHook(plugins, 'afterDelete', target, ctx);
       return { uuid: target, deleted: true };

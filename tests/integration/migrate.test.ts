@@ -91,6 +91,7 @@ describe('migration runner', () => {
       '0004_search_units_per_vcon',
       '0005_dialog_facts_per_vcon',
       '0006_derived_rows_without_foreign_keys',
+      '0007_derived_rows_follow_deletes',
     ]);
     const [a, b] = [testSchemaName('mig'), testSchemaName('mig')];
     await migrate(pool(a), a);

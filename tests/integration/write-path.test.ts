@@ -1,8 +1,8 @@
 // The write path against real PostgreSQL, a throwaway schema: the stored document text is exactly
 // the accepted document's JSON (API.md: key order, every character), whichever write stored it (a
 // create, a batch: each document its own parameter, a replacement); and a delete removes the derived
-// rows itself (no foreign keys on them, migration 0006), also those of a write that commits while the
-// delete waits for it.
+// rows (no foreign keys on them since migration 0006; a delete trigger since 0007), also those of a
+// write that commits while the delete waits for it, and also when an operator deletes in SQL.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
@@ -130,6 +130,21 @@ describe('deleting a vCon without foreign keys on its derived rows', () => {
       expect(await rowsOf(d.uuid)).toEqual(none);
     } finally {
       await other.end();
+    }
+  });
+
+  it('removes the derived rows of vCons an operator deletes in SQL (a retention job), and on truncate', async () => {
+    const [a, b, c] = [doc(), doc(), doc()];
+    await services.vcons.batch([a, b, c], internalCtx);
+    // As a group's own role would run it in psql: no API, no repo.
+    await t.sql`delete from vcons where uuid = any(${[a.uuid, b.uuid]}::uuid[])`;
+    expect(await rowsOf(a.uuid)).toEqual(none);
+    expect(await rowsOf(b.uuid)).toEqual(none);
+    expect(Object.values(await rowsOf(c.uuid)).every((n) => n > 0)).toBe(true);
+    await t.sql`truncate vcons cascade`;
+    for (const table of DERIVED) {
+      const [r] = await t.sql<{ n: number }[]>`select count(*)::int as n from ${t.sql(table)}`;
+      expect(r.n, table).toBe(0);
     }
   });
 
