@@ -35,10 +35,13 @@ export function createAdmission(opts: AdmissionOptions) {
   let refused = 0;
   const queue: Waiter[] = [];
 
-  const busy = () => {
+  // Says which bound refused the request: the wait for a turn, or the queue already full.
+  const busy = (why: 'waited' | 'queue full') => {
     refused++;
     return new DatabaseBusyError(
-      `The database is busy: all ${opts.limit} connection(s) of this group stayed in use for ${opts.maxWaitMs} ms; retry shortly`,
+      why === 'waited'
+        ? `The database is busy: all ${opts.limit} connection(s) of this group stayed in use for ${opts.maxWaitMs} ms; retry shortly`
+        : `The database is busy: all ${opts.limit} connection(s) of this group are in use and ${queue.length} request(s) already wait for one; retry shortly`,
       'Raise DB_POOL_MAX (within the connection budget of `vcon-launch check`), DB_QUEUE_TIMEOUT_MS, or put PgBouncer in front',
     );
   };
@@ -65,7 +68,7 @@ export function createAdmission(opts: AdmissionOptions) {
       active++;
       return Promise.resolve(once());
     }
-    if (queue.length >= maxQueue || opts.maxWaitMs === 0) return Promise.reject(busy());
+    if (queue.length >= maxQueue || opts.maxWaitMs === 0) return Promise.reject(busy(opts.maxWaitMs === 0 ? 'waited' : 'queue full'));
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         // The turn passes straight from the releasing request to this one: `active` stays the same.
@@ -73,7 +76,7 @@ export function createAdmission(opts: AdmissionOptions) {
         timer: setTimeout(() => {
           const i = queue.indexOf(waiter);
           if (i >= 0) queue.splice(i, 1);
-          reject(busy());
+          reject(busy('waited'));
         }, opts.maxWaitMs),
       };
       queue.push(waiter);
