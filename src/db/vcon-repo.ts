@@ -43,6 +43,9 @@ const tagsSig = (tags: TagRow[]) =>
 /** Escapes LIKE metacharacters so a filter is a plain substring match. */
 export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/** A padding row of vconRows (all eleven columns null), skipped by its `where`. */
+const EMPTY_ROW: null[] = Array(11).fill(null);
+
 export function createVconRepo(db: Db) {
   /**
    * The documents and their columns as rows of parameters, each document's JSON text its own
@@ -50,6 +53,9 @@ export function createVconRepo(db: Db) {
    * order included, API.md). One JSON parameter holding every row made PostgreSQL parse all the
    * documents twice (json input, then json_to_recordset), a json[] parameter would escape every
    * quote of every document into an array literal. The parameters arrive as text and are cast here.
+   * The rows are padded with empty ones to a power of two: the statement's text depends on its row
+   * count, and postgres.js keeps a prepared statement per text on every connection (a statement
+   * per batch size, 1 to 100, held ~13 MB per connection; eight sizes hold a twelfth of that).
    */
   const vconRows = (items: StoredVcon[]) => {
     const rows = items.map((i) => [
@@ -65,11 +71,14 @@ export function createVconRepo(db: Db) {
       i.derived.counts.attachments,
       tagsSig(i.derived.tags),
     ]);
+    const padded = 2 ** Math.ceil(Math.log2(rows.length));
+    while (rows.length < padded) rows.push(EMPTY_ROW);
     return db`
       select u.uuid::uuid, u.doc::json, u.kind, u.subject, u.created_at::timestamptz, u.updated_at::timestamptz,
              u.pc::int, u.dc::int, u.ac::int, u.tc::int, u.sig,
              case when u.sig is null then null else now() end
-      from (values ${db(rows as never)}) as u(uuid, doc, kind, subject, created_at, updated_at, pc, dc, ac, tc, sig)`;
+      from (values ${db(rows as never)}) as u(uuid, doc, kind, subject, created_at, updated_at, pc, dc, ac, tc, sig)
+      where u.uuid is not null`;
   };
   const vconColumns = () => db`uuid, doc, kind, subject, created_at, updated_at,
     parties_count, dialog_count, analysis_count, attachments_count, tags_sig, tags_updated_at`;

@@ -9,7 +9,8 @@ import { parseConfig } from '../../src/config.js';
 import { createServices } from '../../src/main.js';
 import { createSql } from '../../src/db/client.js';
 import { internalCtx } from '../../src/services/context.js';
-import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
+import { loadMigrations, migrate } from '../../src/db/migrate.js';
+import { adminSql, createTestSchema, databaseUrl, testSchemaName, type TestSchema } from '../helpers/db.js';
 
 let t: TestSchema;
 let services: ReturnType<typeof createServices>;
@@ -92,6 +93,32 @@ const rowsOf = async (uuid: string) => {
 };
 const none = Object.fromEntries(DERIVED.map((d) => [d, 0]));
 
+describe('prepared statements of the write path', () => {
+  it('are a handful per connection whatever the batch sizes (rows padded to a power of two)', async () => {
+    const one = createSql({ url: databaseUrl(), schema: t.schema, max: 1 });
+    const svc = createServices(one, parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: t.schema, LOG_LEVEL: 'silent' }));
+    try {
+      await svc.stop();
+      for (let n = 1; n <= 20; n++) {
+        const r = await svc.vcons.batch(
+          Array.from({ length: n }, () => doc()),
+          internalCtx,
+        );
+        expect(r.created).toBe(n);
+      }
+      // Sizes 1 to 20 fall in five buckets (1, 2, 4, 8, 16, 32): one statement each, not twenty.
+      const [{ n }] = await one<{ n: number }[]>`
+        select count(*)::int as n from pg_prepared_statements
+        where statement like '%insert into vcons (%' and statement not like '%pg_prepared_statements%'`;
+      expect(n).toBeGreaterThan(0);
+      expect(n).toBeLessThanOrEqual(6);
+    } finally {
+      await svc.stop();
+      await one.end();
+    }
+  });
+});
+
 describe('deleting a vCon without foreign keys on its derived rows', () => {
   it('removes every derived row of the vCon and no other', async () => {
     const [a, b] = [doc(), doc()];
@@ -141,10 +168,44 @@ describe('deleting a vCon without foreign keys on its derived rows', () => {
     expect(await rowsOf(a.uuid)).toEqual(none);
     expect(await rowsOf(b.uuid)).toEqual(none);
     expect(Object.values(await rowsOf(c.uuid)).every((n) => n > 0)).toBe(true);
+    // The same uuid again: nothing of the old vCon is in its way (an orphan tag row would collide).
+    expect((await services.vcons.create(structuredClone(a), internalCtx)).created).toBe(true);
+    expect(Object.values(await rowsOf(a.uuid)).every((n) => n > 0)).toBe(true);
     await t.sql`truncate vcons cascade`;
     for (const table of DERIVED) {
       const [r] = await t.sql<{ n: number }[]>`select count(*)::int as n from ${t.sql(table)}`;
       expect(r.n, table).toBe(0);
+    }
+  });
+
+  it('migration 0007 removes the rows a hand delete left while the derived tables had neither keys nor triggers', async () => {
+    const schema = testSchemaName('orphans');
+    const sql = createSql({ url: databaseUrl(), schema, max: 1 });
+    const admin = adminSql();
+    try {
+      await migrate(sql, schema, { migrations: loadMigrations().filter((m) => m.version <= 6), optional: true });
+      const svc = createServices(sql, parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, LOG_LEVEL: 'silent' }));
+      await svc.stop();
+      const [gone, kept] = [doc(), doc()];
+      await svc.vcons.batch([gone, kept], internalCtx);
+      await sql`delete from vcons where uuid = ${gone.uuid}::uuid`;
+      const count = async (uuid: string) => {
+        const [r] = await sql<{ n: number }[]>`
+          select (select count(*) from vcon_parties where vcon_uuid = ${uuid}::uuid) + (select count(*) from vcon_dialogs where vcon_uuid = ${uuid}::uuid)
+               + (select count(*) from vcon_analyses where vcon_uuid = ${uuid}::uuid) + (select count(*) from vcon_attachments where vcon_uuid = ${uuid}::uuid)
+               + (select count(*) from vcon_tags where vcon_uuid = ${uuid}::uuid) as n`;
+        return Number(r.n);
+      };
+      const left = await count(gone.uuid);
+      const keptRows = await count(kept.uuid);
+      expect(left).toBeGreaterThan(0);
+      expect((await migrate(sql, schema)).applied).toContain('0007_derived_rows_follow_deletes');
+      expect(await count(gone.uuid)).toBe(0);
+      expect(await count(kept.uuid)).toBe(keptRows);
+    } finally {
+      await sql.end();
+      await admin.unsafe(`drop schema if exists "${schema}" cascade`);
+      await admin.end();
     }
   });
 
