@@ -25,7 +25,8 @@ export interface MigrateResult {
 
 /**
  * Applies pending migrations to each group's schema (or, with `status`, only reads them), without
- * starting servers. Safe next to running instances: migrations serialise on an advisory lock.
+ * starting servers. Concurrent runners serialise on an advisory lock; a migration that changes a table
+ * the running build writes (0005) needs the group's instances stopped or upgraded with it (README).
  */
 export async function migrateGroups(
   specs: GroupSpec[],

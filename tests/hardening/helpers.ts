@@ -182,6 +182,10 @@ export async function derivedProblems(url: string, schema: string): Promise<stri
       );
       if (orphans[0].n > 0) problems.push(`${orphans[0].n} orphan rows in ${table}`);
     }
+    const tagOrphans = await sql.unsafe(
+      `select count(*)::int as n from ${s('vcon_tags')} d where not exists (select 1 from ${s('vcons')} v where v.uuid = d.vcon_uuid)`,
+    );
+    if (tagOrphans[0].n > 0) problems.push(`${tagOrphans[0].n} orphan rows in vcon_tags`);
     // Search indexing follows the write (index_queue): a vCon is indexed, or still queued.
     const unitless = await sql.unsafe(
       `select v.uuid::text from ${s('vcons')} v

@@ -32,3 +32,13 @@ end $$;
 
 create trigger vcons_truncate_derived after truncate on vcons
   for each statement execute function vcons_truncate_derived();
+
+-- Rows a delete left behind between 0006 and this migration (a hand delete in SQL): they would
+-- count in tag search, discovery and analytics, and collide with a vCon created again under the
+-- same uuid. And statistics for the dialog table 0005 rebuilt.
+delete from vcon_parties d where not exists (select 1 from vcons v where v.uuid = d.vcon_uuid);
+delete from vcon_dialogs d where not exists (select 1 from vcons v where v.uuid = d.vcon_uuid);
+delete from vcon_analyses d where not exists (select 1 from vcons v where v.uuid = d.vcon_uuid);
+delete from vcon_attachments d where not exists (select 1 from vcons v where v.uuid = d.vcon_uuid);
+delete from vcon_tags d where not exists (select 1 from vcons v where v.uuid = d.vcon_uuid);
+analyze vcon_dialogs;
