@@ -8,7 +8,7 @@ import { signCodeBytes, vectorToBytes } from '../embeddings/code.js';
 import { copyBinary, type CopyValue } from './copy-binary.js';
 import type { VectorSpace } from './search-repo.js';
 import { stage, stageSync } from '../stages.js';
-import { createLexicon, plainTokens, type Weight } from '../domain/tsvector.js';
+import { createLexicon, plainTokens } from '../domain/tsvector.js';
 
 /**
  * The per-vCon ranking tsvector is one weight per source (subject A, party B, analysis C, dialog and
@@ -17,6 +17,8 @@ import { createLexicon, plainTokens, type Weight } from '../domain/tsvector.js';
  */
 const UNIT_GAP = ' . the the the . ';
 const WEIGHT_OF: Record<SearchUnit['source'], number> = { subject: 0, party: 1, analysis: 2, dialog: 3, attachment: 3 };
+
+const WEIGHTS = ['A', 'B', 'C', 'D'] as const;
 
 /** The lexemes the tsvectors of this process are made from (ts_lexize, learnt once a word). */
 const lexicon = createLexicon();
@@ -152,29 +154,13 @@ export function createSearchIndexRepo(db: Db) {
       const texts = rows.map((r) => weightTexts(r.units));
       const tokens = stageSync('tsvector: tokens', () => texts.map((t) => t.map(plainTokens)));
       const unknown = new Set<string>();
-      const one = (tok: string[] | null, w: Weight) => (tok ? lexicon.tsvector([[tok, w]], unknown) : null);
-      const make = () =>
-        tokens.map(([a, b, c, d]) => {
-          // C and D joined here when both are made here: one tsvector for the database to read,
-          // and one || less ((A || B) || C) || D = (A || B) || (C || D)); D's place then is empty.
-          const cd =
-            c && d
-              ? lexicon.tsvector(
-                  [
-                    [c, 'C'],
-                    [d, 'D'],
-                  ],
-                  unknown,
-                )
-              : null;
-          return typeof cd === 'string' ? [one(a, 'A'), one(b, 'B'), cd, ''] : [one(a, 'A'), one(b, 'B'), one(c, 'C'), one(d, 'D')];
-        });
+      const make = () => tokens.map((t) => t.map((tok, k) => (tok ? lexicon.tsvector(tok, WEIGHTS[k], unknown) : null)));
       let tsvs = stageSync('tsvector: make', make);
-      // Words seen for the first time in this process: learnt, then the vCons that had them are made again.
+      // Words seen for the first time in this process: learnt, then the texts that had them are made.
       if (unknown.size > 0) {
         await learnWords(db, [...unknown]);
         const again = make();
-        tsvs = tsvs.map((t, n) => (t.includes(undefined) ? again[n] : t));
+        tsvs = tsvs.map((t, n) => t.map((x, k) => (x === undefined ? again[n][k] : x)));
       }
       // Per weight: the tsvector's text, or (null there) the text to_tsvector makes it from.
       const col = (k: number) => rows.map((_, n) => (tsvs[n][k] === null ? texts[n][k] : null));

@@ -14,7 +14,7 @@ const MAX_TOKEN_CHARS = 200;
 /** Positions per lexeme made here (a tsvector keeps at most 255). */
 const MAX_POSITIONS = 200;
 
-/** Tokens of a text made here, and the highest position: positions past 16,383 are all 16,383 in a tsvector. */
+/** Tokens of a text made here: positions past 16,383 are all 16,383 in a tsvector. */
 const MAX_TOKENS = 16_000;
 
 const [OTHER, LETTER, DIGIT, BLANK, DOT, COLON, HYPHEN] = [0, 1, 2, 3, 4, 5, 6];
@@ -106,8 +106,6 @@ export function plainTokens(text: string): string[] | null {
 
 const isDigitCode = (c: number) => c >= 48 && c <= 57;
 
-export type Weight = 'A' | 'B' | 'C' | 'D';
-
 /** A lexeme of the tsvector being made: its text form, and its positions in the current text. */
 interface Entry {
   quoted: string;
@@ -138,7 +136,7 @@ export function createLexicon() {
   /** By token: its lexeme's entry; null for a stop word (a position, no lexeme); false when the dictionary gave anything but one lexeme. */
   const words = new Map<string, Entry | null | false>();
   const byLexeme = new Map<string, Entry>();
-  let made = 0;
+  let texts = 0;
   return {
     /** Learns what ts_lexize('english_stem', word) gave for each word (null: the dictionary did not know it). */
     learn(ws: string[], lexemes: (string[] | null)[]): void {
@@ -159,50 +157,41 @@ export function createLexicon() {
     },
 
     /**
-     * The text form of setweight(to_tsvector('english', text), weight) from a text's tokens
-     * (plainTokens), or of several such joined with || (each text's positions after the highest
-     * of those before it, as tsvector_concat shifts them); null when a word is not plain or a
-     * lexeme has too many positions; undefined when words are not in the lexicon yet (added to
-     * `unknown`: learn them, then ask again).
+     * The text form of setweight(to_tsvector('english', text), weight) from the text's tokens
+     * (plainTokens); null when a word is not plain or a lexeme has too many positions; undefined
+     * when words are not in the lexicon yet (added to `unknown`: learn them, then ask again).
      */
-    tsvector(texts: [tokens: string[], weight: Weight][], unknown: Set<string>): string | null | undefined {
-      const text = ++made;
+    tsvector(tokens: string[], weight: 'A' | 'B' | 'C' | 'D', unknown: Set<string>): string | null | undefined {
+      const text = ++texts;
       const used: Entry[] = [];
       let numbers: Map<string, Entry> | undefined;
       let complete = true;
-      let shift = 0;
-      for (const [tokens, weight] of texts) {
-        let top = shift;
-        for (let i = 0; i < tokens.length; i++) {
-          const t = tokens[i];
-          let e: Entry | null | false | undefined;
-          if (isDigitCode(t.charCodeAt(0))) {
-            numbers ??= new Map();
-            e = numbers.get(t);
-            if (!e) numbers.set(t, (e = entry(t)));
-          } else e = words.get(t);
-          if (e === undefined) {
-            unknown.add(t);
-            complete = false;
-            continue;
-          }
-          if (e === false) return null;
-          if (e === null || !complete) continue;
-          top = i + 1 + shift;
-          // D is the weight of a position without one: the letter is left out.
-          const p = weight === 'D' ? positionText(top) : positionText(top) + weight;
-          if (e.text !== text) {
-            e.text = text;
-            e.positions = p;
-            e.count = 1;
-            used.push(e);
-          } else {
-            e.positions += `,${p}`;
-            e.count++;
-          }
+      for (let i = 0; i < tokens.length; i++) {
+        const t = tokens[i];
+        let e: Entry | null | false | undefined;
+        if (isDigitCode(t.charCodeAt(0))) {
+          numbers ??= new Map();
+          e = numbers.get(t);
+          if (!e) numbers.set(t, (e = entry(t)));
+        } else e = words.get(t);
+        if (e === undefined) {
+          unknown.add(t);
+          complete = false;
+          continue;
         }
-        if (top > MAX_TOKENS) return null;
-        shift = top;
+        if (e === false) return null;
+        if (e === null || !complete) continue;
+        // D is the weight of a position without one: the letter is left out.
+        const p = weight === 'D' ? positionText(i + 1) : positionText(i + 1) + weight;
+        if (e.text !== text) {
+          e.text = text;
+          e.positions = p;
+          e.count = 1;
+          used.push(e);
+        } else {
+          e.positions += `,${p}`;
+          e.count++;
+        }
       }
       if (!complete) return undefined;
       let out = '';

@@ -141,7 +141,7 @@ describe('the tsvector made in the indexer', () => {
     const tokens = texts.map(plainTokens);
     const lexicon = createLexicon();
     const unknown = new Set<string>();
-    for (const tok of tokens) if (tok) lexicon.tsvector([[tok, weight]], unknown);
+    for (const tok of tokens) if (tok) lexicon.tsvector(tok, weight, unknown);
     const words = [...unknown];
     const rows = await t.sql<{ l: string[] | null }[]>`
       select ts_lexize('english_stem', w) as l from unnest(${words}::text[]) with ordinality as x(w, n) order by n`;
@@ -150,7 +150,7 @@ describe('the tsvector made in the indexer', () => {
       rows.map((r) => r.l),
     );
     unknown.clear();
-    const made = tokens.map((tok) => (tok ? lexicon.tsvector([[tok, weight]], unknown) : null));
+    const made = tokens.map((tok) => (tok ? lexicon.tsvector(tok, weight, unknown) : null));
     expect(unknown.size).toBe(0);
     const taken = made.flatMap((m, n) => (m === null ? [] : [n]));
     const diff = await t.sql<{ text: string; made: string; want: string }[]>`
