@@ -8,7 +8,7 @@ import { signCodeBytes, vectorToBytes } from '../embeddings/code.js';
 import { copyBinary, type CopyValue } from './copy-binary.js';
 import type { VectorSpace } from './search-repo.js';
 import { stage, stageSync } from '../stages.js';
-import { createLexicon, plainTokens } from '../domain/tsvector.js';
+import { createLexicon, plainTokens, type Lexicon } from '../domain/tsvector.js';
 
 /**
  * The per-vCon ranking tsvector is one weight per source (subject A, party B, analysis C, dialog and
@@ -21,10 +21,10 @@ const WEIGHT_OF: Record<SearchUnit['source'], number> = { subject: 0, party: 1, 
 const WEIGHTS = ['A', 'B', 'C', 'D'] as const;
 
 /** The lexemes the tsvectors of this process are made from (ts_lexize, learnt once a word). */
-const lexicon = createLexicon();
+const processLexicon = createLexicon();
 
 /** Teaches the lexicon some words: one query. */
-async function learnWords(db: Db, words: string[]): Promise<void> {
+async function learnWords(db: Db, lexicon: Lexicon, words: string[]): Promise<void> {
   const rows = await stage(
     'sql: lexemes',
     () => db<{ l: string[] | null }[]>`select ts_lexize('english_stem', w) as l from unnest(${words}::text[]) with ordinality as t(w, n) order by n`,
@@ -100,12 +100,13 @@ export interface VconVectors {
   vec: Float32Array;
 }
 
-export function createSearchIndexRepo(db: Db) {
+export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon) {
   return {
     /**
      * The stored documents of some vCons, to index them; deleted vCons are absent. `indexed`: the
-     * vCon has index rows to replace. Units and vectors are written together (a vCon without units
-     * has none of either), so its search units or vCon vectors tell; a fresh vCon has neither.
+     * vCon has index rows to replace. Units, ranking tsvector and vectors are written together (a
+     * vCon without units has none of them), so any of them tells; a fresh vCon has none. All three
+     * are looked at: a stray row of one would otherwise fail every retry of its round on a key.
      */
     async docs(uuids: string[]): Promise<StoredDoc[]> {
       if (uuids.length === 0) return [];
@@ -113,7 +114,8 @@ export function createSearchIndexRepo(db: Db) {
         'sql: read documents',
         () => db<StoredDoc[]>`
         select v.uuid::text, v.kind, v.doc, v.created_at,
-          exists (select 1 from search_units s where s.vcon_uuid = v.uuid) or exists (select 1 from vcon_vectors vv where vv.vcon_uuid = v.uuid) as indexed
+          exists (select 1 from search_units s where s.vcon_uuid = v.uuid) or exists (select 1 from vcon_vectors vv where vv.vcon_uuid = v.uuid)
+            or exists (select 1 from vcon_search vs where vs.vcon_uuid = v.uuid) as indexed
         from vcons v where v.uuid = any(${uuids}::uuid[]) order by v.uuid`,
       );
     },
@@ -158,12 +160,14 @@ export function createSearchIndexRepo(db: Db) {
       let tsvs = stageSync('tsvector: make', make);
       // Words seen for the first time in this process: learnt, then the texts that had them are made.
       if (unknown.size > 0) {
-        await learnWords(db, [...unknown]);
-        const again = make();
-        tsvs = tsvs.map((t, n) => t.map((x, k) => (x === undefined ? again[n][k] : x)));
+        await learnWords(db, lexicon, [...unknown]);
+        // Only those texts again. One still lacking a word (the lexicon started afresh at its bound
+        // meanwhile) goes to to_tsvector: undefined must never reach the statement (a null tsv).
+        const still = new Set<string>();
+        tsvs = tsvs.map((t, n) => t.map((x, k) => (x === undefined ? (lexicon.tsvector(tokens[n][k]!, WEIGHTS[k], still) ?? null) : x)));
       }
       // Per weight: the tsvector's text, or (null there) the text to_tsvector makes it from.
-      const col = (k: number) => rows.map((_, n) => (tsvs[n][k] === null ? texts[n][k] : null));
+      const col = (k: number) => rows.map((_, n) => (tsvs[n][k] == null ? texts[n][k] : null));
       const tsv = (k: number) => rows.map((_, n) => tsvs[n][k]);
       await stage(
         'sql: insert vcon_search',

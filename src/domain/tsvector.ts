@@ -124,6 +124,16 @@ const positionText = (p: number) => (POSITION_TEXT[p] ??= String(p));
 const quote = (lexeme: string) => (/^[a-z0-9-]+$/.test(lexeme) ? lexeme : `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`);
 const entry = (lexeme: string): Entry => ({ quoted: quote(lexeme), text: 0, positions: '', count: 0 });
 
+/**
+ * Drops the positions a text left on its entries and returns `result`: entries live in the lexicon
+ * for good, and a lexeme's last positions string (up to ~1 KB) kept for each of 200k words would
+ * be gigabytes.
+ */
+function release<T>(used: Entry[], result: T): T {
+  for (const e of used) e.positions = '';
+  return result;
+}
+
 /** Words the lexicon keeps (a language's words are few; a flood of new ones starts it afresh). */
 const MAX_WORDS = 200_000;
 
@@ -132,7 +142,7 @@ const MAX_WORDS = 200_000;
  * (ts_lexize with english_stem for words; a number is its own lexeme, the simple dictionary), and
  * the tsvectors made from them.
  */
-export function createLexicon() {
+export function createLexicon(maxWords = MAX_WORDS) {
   /** By token: its lexeme's entry; null for a stop word (a position, no lexeme); false when the dictionary gave anything but one lexeme. */
   const words = new Map<string, Entry | null | false>();
   const byLexeme = new Map<string, Entry>();
@@ -140,7 +150,7 @@ export function createLexicon() {
   return {
     /** Learns what ts_lexize('english_stem', word) gave for each word (null: the dictionary did not know it). */
     learn(ws: string[], lexemes: (string[] | null)[]): void {
-      if (words.size + ws.length > MAX_WORDS) {
+      if (words.size + ws.length > maxWords) {
         words.clear();
         byLexeme.clear();
       }
@@ -179,7 +189,7 @@ export function createLexicon() {
           complete = false;
           continue;
         }
-        if (e === false) return null;
+        if (e === false) return release(used, null);
         if (e === null || !complete) continue;
         // D is the weight of a position without one: the letter is left out.
         const p = weight === 'D' ? positionText(i + 1) : positionText(i + 1) + weight;
@@ -193,13 +203,20 @@ export function createLexicon() {
           e.count++;
         }
       }
-      if (!complete) return undefined;
+      if (!complete) return release(used, undefined);
       let out = '';
       for (const e of used) {
-        if (e.count > MAX_POSITIONS) return null;
+        if (e.count > MAX_POSITIONS) return release(used, null);
         out += `${out ? ' ' : ''}${e.quoted}:${e.positions}`;
       }
-      return out;
+      return release(used, out);
+    },
+
+    /** Characters of positions held between texts (0: each text's are dropped once it is made). */
+    retained(): number {
+      let n = 0;
+      for (const e of byLexeme.values()) n += e.positions.length;
+      return n;
     },
   };
 }

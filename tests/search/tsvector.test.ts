@@ -12,7 +12,7 @@ import { createSearch } from '../../src/search.js';
 import { createEmbeddingProvider } from '../../src/embeddings/index.js';
 import { internalCtx } from '../../src/services/context.js';
 import { createLexicon, plainTokens } from '../../src/domain/tsvector.js';
-import { unitRows } from '../../src/db/search-index-repo.js';
+import { createSearchIndexRepo, unitRows } from '../../src/db/search-index-repo.js';
 import { classifyVcon, type JsonObject } from '../../src/domain/vcon.js';
 import { decodeBodies, extractUnits } from '../../src/domain/derive.js';
 import { generateVcon } from '../../scripts/bench/corpus.js';
@@ -276,6 +276,14 @@ describe('the tsvector made in the indexer', () => {
       buildVcon({ subject: 'Plain words only', turns: ['Nothing special here, only words and 42 numbers.'] }),
       // More positions of one lexeme than tsvector keeps: the database makes this one.
       buildVcon({ subject: 'Kettle kettle', turns: ['kettle '.repeat(150), 'Kettles! '.repeat(150)] }),
+      // A lexeme past 256 positions across weights A and C, then D: || drops C's last positions and
+      // shifts D by the positions it kept (C and D joined before A and B would shift it further).
+      buildVcon({
+        subject: 'kettle '.repeat(60),
+        parties: [{ name: 'Agent' }],
+        analysis: [{ type: 'summary', encoding: 'none', body: 'kettle '.repeat(200) }],
+        turns: ['tea'],
+      }),
     ];
     await services.vcons.batch(docs, internalCtx);
     while ((await indexer.indexRound(100)) > 0);
@@ -290,5 +298,36 @@ describe('the tsvector made in the indexer', () => {
     expect(r.results.map((x) => x.uuid)).toContain(docs[40].uuid);
     const [capped] = await t.sql<{ n: number }[]>`select length(tsv) as n from vcon_search where vcon_uuid = ${docs[42].uuid as string}::uuid`;
     expect(capped.n).toBeGreaterThan(0);
+  });
+
+  test('a text whose known words were forgotten while its new ones were learnt goes to to_tsvector, not a null', async () => {
+    const { services } = await indexing();
+    // A lexicon of two words: learning two new ones starts it afresh and forgets 'kettle'.
+    const repo = createSearchIndexRepo(t.sql, createLexicon(2));
+    const first = buildVcon({ subject: 'kettle' });
+    const second = buildVcon({ subject: 'kettle boiling water' });
+    await services.vcons.batch([first, second], internalCtx);
+    const rows = (v: Record<string, unknown>) => ({
+      uuid: v.uuid as string,
+      units: [{ source: 'subject' as const, idx: 0, body: v.subject as string }],
+    });
+    await repo.writeSearchDocs([rows(first)]);
+    await repo.writeSearchDocs([rows(second)]);
+    const [r] = await t.sql<{ same: boolean }[]>`
+      select tsv = setweight(to_tsvector('english', 'kettle boiling water'), 'A') as same from vcon_search where vcon_uuid = ${second.uuid as string}::uuid`;
+    expect(r?.same).toBe(true);
+  });
+
+  test('no positions outlive the text they were made for (the lexicon holds words, not texts)', () => {
+    const lexicon = createLexicon();
+    const unknown = new Set<string>();
+    lexicon.tsvector(plainTokens('kettle tea water')!, 'D', unknown);
+    lexicon.learn([...unknown], [['kettl'], ['tea'], ['water']]);
+    // Over the positions bound (the database makes that one), and within it.
+    expect(lexicon.tsvector(plainTokens('kettle '.repeat(250))!, 'D', new Set())).toBeNull();
+    expect(lexicon.retained()).toBe(0);
+    expect(lexicon.tsvector(plainTokens('kettle '.repeat(150) + 'tea water')!, 'D', new Set())).toMatch(/^kettl:1,2,.*,150 tea:151 water:152$/);
+    expect(lexicon.tsvector(plainTokens('kettle tea tea')!, 'C', new Set())).toBe('kettl:1C tea:2C,3C');
+    expect(lexicon.retained()).toBe(0);
   });
 });
