@@ -83,6 +83,20 @@ describe('the index queue', () => {
     expect(row.tsv).not.toContain('tyre');
   });
 
+  test('a stray ranking row of a vCon without units is replaced, not a key violation on every retry', async () => {
+    const services = createServices(t.sql, configFor(t.schema));
+    await services.stop();
+    const { indexer } = createSearch({ sql: t.sql, provider: createEmbeddingProvider(configFor(t.schema)), plugins: [], log: silent });
+    const v = buildVcon({ subject: 'Gutter blocked', turns: ['Leaves blocked the gutter again.'] });
+    await services.vcons.create(v, internalCtx);
+    await t.sql`insert into vcon_search (vcon_uuid, created_at, tsv) values (${v.uuid as string}::uuid, now(), to_tsvector('english', 'stray'))`;
+    while ((await indexer.indexRound(100)) > 0);
+    expect(await count('index_queue', v.uuid as string)).toBe(0);
+    const [row] = await t.sql<{ tsv: string }[]>`select tsv::text from vcon_search where vcon_uuid = ${v.uuid as string}::uuid`;
+    expect(row.tsv).toContain('gutter');
+    expect(row.tsv).not.toContain('stray');
+  });
+
   test('a queue left by a stopped instance is indexed by the next one', async () => {
     const first = createServices(t.sql, configFor(t.schema));
     await first.stop();
