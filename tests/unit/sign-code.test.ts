@@ -89,6 +89,12 @@ describe('the sign code', () => {
     );
     // A single component below 2⁻¹⁴⁹·2²⁴ next to ones: float32 subnormals.
     vectors.push(Float32Array.from({ length: 356 }, (_, d) => (d === 3 ? 1e-45 : d % 2 ? 1e-44 : -1e-44)));
+    // Found by an adversarial search (review of 4722b44): small components between integers whose
+    // sums cancel, so several bits' table sums round to the wrong sign unless re-summed in order.
+    const adversarial = [
+      0, 1.5145678339334917e-16, 3, 4, 2, 6.46017867538768e-17, 0, 0, -3, 0, 0, -3, -2.592930237439415e-19, 6.807280266065727e-20, 3, -4,
+    ];
+    for (const dims of [16, 356]) vectors.push(Float32Array.from({ length: dims }, (_, d) => adversarial[d % adversarial.length]));
     for (const v of vectors) expect(toBits(signCodeBytes(v))).toBe(reference(v));
   });
 });
