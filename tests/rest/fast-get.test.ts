@@ -4,11 +4,33 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EnvInput } from '../../src/config.js';
 import { createFastGet } from '../../src/http/fast-get.js';
 import { getBuildInfo } from '../../src/version.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+
+// Counts the requests the app's fast path takes: both paths answer alike by design, so only this
+// tells that the fast one answered.
+const fastTaken = vi.hoisted(() => ({ count: 0 }));
+vi.mock(import('../../src/http/fast-get.js'), async (importOriginal) => {
+  const real = await importOriginal();
+  return {
+    ...real,
+    createFastGet: (deps: Parameters<typeof real.createFastGet>[0]) => {
+      const fast = real.createFastGet(deps);
+      return (
+        fast &&
+        ((req, res, fail) => {
+          const took = fast(req, res, fail);
+          if (took) fastTaken.count++;
+          return took;
+        })
+      );
+    },
+  };
+});
 
 const KEY = 'fast-key-rw';
 const RO_KEY = 'fast-key-ro';
@@ -64,8 +86,11 @@ async function ask(s: Started, path: string, headers: Record<string, string> = {
 /** The same request through the fast path and (with a query string) through express's path. */
 async function both(s: Started, path: string, headers: Record<string, string> = {}) {
   const id = `t-${randomUUID()}`;
+  const before = fastTaken.count;
   const fast = await ask(s, path, { ...headers, 'x-request-id': id });
+  expect(fastTaken.count, 'the fast path answered the first request').toBe(before + 1);
   const slow = await ask(s, `${path}?format=full`, { ...headers, 'x-request-id': id });
+  expect(fastTaken.count, "express's path answered the second").toBe(before + 1);
   // The two requests share an id: each answer's own line is the one written after it.
   slow.logged = slow.logged.slice(fast.logged.length);
   return { fast, slow };
@@ -194,6 +219,22 @@ describe.each([
   });
 });
 
+describe('GET /vcons/:uuid fast path with the database gone', () => {
+  it('answers 503 database_unavailable as express does, with one log line each', async () => {
+    const s = await start({});
+    try {
+      const uuid = randomUUID();
+      await s.instance.sql.end({ timeout: 1 });
+      const { fast, slow } = await both(s, `/vcons/${uuid}`, { authorization: `Bearer ${KEY}` });
+      expect(fast.status).toBe(503);
+      expect(JSON.parse(fast.body)).toMatchObject({ success: false, error: 'database_unavailable' });
+      expectSame(fast, slow);
+    } finally {
+      await s.close().catch(() => undefined);
+    }
+  });
+});
+
 describe('which requests the fast path takes', () => {
   let s: Started;
   let server: Server;
@@ -249,6 +290,27 @@ describe('which requests the fast path takes', () => {
     ] as [string, RequestInit][]) {
       expect([path, init, await takes(path, init)]).toEqual([path, init, false]);
     }
+  });
+
+  it('leaves a GET with a body to express (its body parser judges it)', async () => {
+    const uuid = randomUUID();
+    const send = (headers: Record<string, string>, body?: string) =>
+      new Promise<void>((resolve, reject) => {
+        taken.length = 0;
+        const r = request({ host: '127.0.0.1', port, path: `/api/v1/vcons/${uuid}`, method: 'GET', headers }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        });
+        r.on('error', reject);
+        r.end(body);
+      });
+    const key = { authorization: `Bearer ${KEY}` };
+    await send({ ...key, 'content-type': 'text/plain', 'content-length': '5' }, 'hello');
+    expect(taken[0]).toBe(false);
+    await send({ ...key, 'transfer-encoding': 'chunked' }, 'hello');
+    expect(taken[0]).toBe(false);
+    await send({ ...key, 'content-length': '0' });
+    expect(taken[0]).toBe(true);
   });
 
   it('is off when a plugin has a read hook, when REST is off, and when no key is configured', async () => {
