@@ -28,6 +28,19 @@ describe('the index queue', () => {
     return r.n;
   };
 
+  /** Services without their background worker, and an indexer of this file's schema to run rounds with. */
+  const indexing = async () => {
+    const services = createServices(t.sql, configFor(t.schema));
+    await services.stop();
+    const { indexer } = createSearch({ sql: t.sql, provider: createEmbeddingProvider(configFor(t.schema)), plugins: [], log: silent });
+    return { services, indexer };
+  };
+  /** The stored ranking tsvector of a vCon, as text. */
+  const tsvOf = async (uuid: string) => {
+    const [row] = await t.sql<{ tsv: string }[]>`select tsv::text from vcon_search where vcon_uuid = ${uuid}::uuid`;
+    return row.tsv;
+  };
+
   test('a write is queued, not indexed; the next search indexes it first and finds it', async () => {
     const services = createServices(t.sql, configFor(t.schema));
     // No background worker: only the search itself can index the write.
@@ -49,15 +62,13 @@ describe('the index queue', () => {
     expect(await count('index_queue', v.uuid as string)).toBe(0);
     expect(await count('search_units', v.uuid as string)).toBeGreaterThan(0);
     await services.vcons.create({ ...v, subject: 'Radiator leak', dialog: [] }, internalCtx, { waitFor: 'search' });
-    const [row] = await t.sql<{ tsv: string }[]>`select tsv::text from vcon_search where vcon_uuid = ${v.uuid as string}::uuid`;
-    expect(row.tsv).toContain('radiat');
-    expect(row.tsv).not.toContain('boiler');
+    const tsv = await tsvOf(v.uuid as string);
+    expect(tsv).toContain('radiat');
+    expect(tsv).not.toContain('boiler');
   });
 
   test('a round over never-indexed vCons deletes nothing; a re-queued one has its rows replaced', async () => {
-    const services = createServices(t.sql, configFor(t.schema));
-    await services.stop();
-    const { indexer } = createSearch({ sql: t.sql, provider: createEmbeddingProvider(configFor(t.schema)), plugins: [], log: silent });
+    const { services, indexer } = await indexing();
     while ((await indexer.indexRound(100)) > 0);
     const v = buildVcon({ subject: 'Flat tyre', turns: ['The front tyre went flat on the bridge.'] });
     await services.vcons.create(v, internalCtx);
@@ -78,23 +89,21 @@ describe('the index queue', () => {
       expect.arrayContaining(['sql: delete search_units', 'sql: delete vcon_search', 'sql: vector sigs', 'sql: delete vcon_vectors']),
     );
     for (const table of ['search_units', 'vcon_search', 'vcon_vectors', 'vcon_codes']) expect(await count(table, v.uuid as string)).toBe(1);
-    const [row] = await t.sql<{ tsv: string }[]>`select tsv::text from vcon_search where vcon_uuid = ${v.uuid as string}::uuid`;
-    expect(row.tsv).toContain('punctur');
-    expect(row.tsv).not.toContain('tyre');
+    const tsv = await tsvOf(v.uuid as string);
+    expect(tsv).toContain('punctur');
+    expect(tsv).not.toContain('tyre');
   });
 
   test('a stray ranking row of a vCon without units is replaced, not a key violation on every retry', async () => {
-    const services = createServices(t.sql, configFor(t.schema));
-    await services.stop();
-    const { indexer } = createSearch({ sql: t.sql, provider: createEmbeddingProvider(configFor(t.schema)), plugins: [], log: silent });
+    const { services, indexer } = await indexing();
     const v = buildVcon({ subject: 'Gutter blocked', turns: ['Leaves blocked the gutter again.'] });
     await services.vcons.create(v, internalCtx);
     await t.sql`insert into vcon_search (vcon_uuid, created_at, tsv) values (${v.uuid as string}::uuid, now(), to_tsvector('english', 'stray'))`;
     while ((await indexer.indexRound(100)) > 0);
     expect(await count('index_queue', v.uuid as string)).toBe(0);
-    const [row] = await t.sql<{ tsv: string }[]>`select tsv::text from vcon_search where vcon_uuid = ${v.uuid as string}::uuid`;
-    expect(row.tsv).toContain('gutter');
-    expect(row.tsv).not.toContain('stray');
+    const tsv = await tsvOf(v.uuid as string);
+    expect(tsv).toContain('gutter');
+    expect(tsv).not.toContain('stray');
   });
 
   test('a queue left by a stopped instance is indexed by the next one', async () => {
