@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { searchPathOf, type Sql, type TransactionSql } from './client.js';
 
@@ -121,13 +122,56 @@ function verify(schema: string, applied: { version: number; name: string; checks
 }
 
 /**
+ * How long one statement of a migration waits for a table lock (ms), and how many times the whole
+ * run is tried. A migration that reshapes a table takes its exclusive lock; waiting behind a long
+ * query of a running instance would also queue every later query on that table behind it, so the
+ * group would stall for as long as the query runs. Giving up after a few seconds bounds that stall.
+ */
+export const MIGRATION_LOCK_TIMEOUT_MS = 5_000;
+export const MIGRATION_ATTEMPTS = 3;
+
+/** lock_not_available: the statement's lock_timeout expired. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/**
  * Applies pending migrations to one schema, forward only, in one transaction under an advisory
  * lock keyed on the schema: concurrent runners serialise and the later one finds nothing to do.
+ * A statement that waits longer than `lockTimeoutMs` for a lock rolls the run back; it is tried
+ * `attempts` times, then refused with what to do.
  */
 export async function migrate(
   sql: Sql,
   schema: string,
-  opts: { migrations?: Migration[]; log?: MigrationLog; optional?: boolean } = {},
+  opts: { migrations?: Migration[]; log?: MigrationLog; optional?: boolean; lockTimeoutMs?: number; attempts?: number } = {},
+): Promise<{ applied: string[]; optional: OptionalState | null }> {
+  const attempts = opts.attempts ?? MIGRATION_ATTEMPTS;
+  const lockTimeoutMs = opts.lockTimeoutMs ?? MIGRATION_LOCK_TIMEOUT_MS;
+  for (let attempt = 1; ; attempt++) {
+    const step = { name: 'reading the migration table' };
+    try {
+      return await migrateOnce(sql, schema, opts, lockTimeoutMs, step);
+    } catch (err) {
+      if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+      if (attempt >= attempts) {
+        throw new MigrationError(
+          `migration of schema ${schema} gave up: ${step.name} waited more than ${lockTimeoutMs} ms for a table lock, ${attempts} times (${(err as Error).message}); another session holds that table, usually a running instance of this group (an older build) or a long query: stop the group's instances (vcon-launch stop --group <group>), run vcon-launch migrate --group <group>, then start them`,
+        );
+      }
+      opts.log?.warn(
+        { migrated_schema: schema, step: step.name, attempt, lock_timeout_ms: lockTimeoutMs },
+        'migration waited too long for a table lock; rolled back, trying again',
+      );
+      await sleep(Math.min(lockTimeoutMs, 2_000));
+    }
+  }
+}
+
+async function migrateOnce(
+  sql: Sql,
+  schema: string,
+  opts: { migrations?: Migration[]; log?: MigrationLog; optional?: boolean },
+  lockTimeoutMs: number,
+  step: { name: string },
 ): Promise<{ applied: string[]; optional: OptionalState | null }> {
   const migrations = opts.migrations ?? loadMigrations();
   // The optional step needs the baseline's tables: a caller with its own migrations opts in.
@@ -137,6 +181,8 @@ export async function migrate(
   let optional = null as OptionalState | null;
   await sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(hashtext(${'vcon-launch:migrate:' + schema}))`;
+    // After the advisory lock: a concurrent runner of this schema is waited for, however long it takes.
+    await tx.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
     const q = quoteIdent(schema);
     // Read pg_namespace after taking the lock: the query also flushes this connection's catalog
     // cache, which may hold a stale "schema missing" entry from before a concurrent runner committed.
@@ -156,10 +202,12 @@ export async function migrate(
     const done = new Set(applied.map((a) => a.version));
     for (const m of migrations) {
       if (done.has(m.version)) continue;
+      step.name = `migration ${m.name}`;
       await tx.unsafe(m.sql);
       await tx.unsafe(`insert into ${q}.schema_migrations (version, name, checksum) values ($1, $2, $3)`, [m.version, m.name, m.checksum]);
       appliedNow.push(m.name);
     }
+    step.name = 'the optional step (lz4, trigram indexes)';
     if (runOptional) optional = await ensureOptional(tx, pg_trgm);
   });
   if (appliedNow.length) opts.log?.info({ migrated_schema: schema, applied: appliedNow }, 'migrations applied');

@@ -72,6 +72,37 @@ describe('migration runner', () => {
     expect(row.n).toBe(0);
   });
 
+  it('gives up on a table lock held by another session after a bounded wait, and succeeds once it is released', async () => {
+    const schema = testSchemaName('mig');
+    const sql = pool(schema);
+    const one = { '0001_t.sql': 'create table t (a int);' };
+    await migrate(sql, schema, { migrations: loadMigrations(migrationsDir(one)) });
+    const two = loadMigrations(migrationsDir({ ...one, '0002_alter.sql': 'alter table t add column b int;' }));
+    // A running instance's long query: a transaction that keeps reading t.
+    const holder = await pool(schema).reserve();
+    schemas.pop();
+    await holder`begin`;
+    await holder`select count(*) from t`;
+    const warnings: object[] = [];
+    const log = { info: () => undefined, warn: (obj: object) => warnings.push(obj) };
+    const t0 = performance.now();
+    const refused = await migrate(sql, schema, { migrations: two, lockTimeoutMs: 200, attempts: 2, log }).catch((e: Error) => e);
+    // Two attempts of 200 ms and one pause between them, not the holder's whole transaction.
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    expect(refused).toBeInstanceOf(MigrationError);
+    expect((refused as Error).message).toMatch(/migration 0002_alter waited more than 200 ms for a table lock, 2 times/);
+    expect((refused as Error).message).toMatch(/stop the group's instances/);
+    expect(warnings).toEqual([expect.objectContaining({ step: 'migration 0002_alter', attempt: 1 })]);
+    expect((await migrationStatus(sql, schema, two)).pending.map((p) => p.name)).toEqual(['0002_alter']);
+
+    // Released while the runner waits between attempts: the next attempt applies it.
+    const run = migrate(sql, schema, { migrations: two, lockTimeoutMs: 300, attempts: 5 });
+    await new Promise((r) => setTimeout(r, 400));
+    await holder`commit`;
+    holder.release();
+    expect((await run).applied).toEqual(['0002_alter']);
+  });
+
   it('lets several processes migrate the same schema at once', async () => {
     const schema = testSchemaName('mig');
     const runners = Array.from({ length: 4 }, () => pool(schema));
