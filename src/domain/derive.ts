@@ -71,7 +71,10 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? noNul(v) : n
 export const MAX_LABEL_CHARS = 200;
 const label = (v: unknown): string | null => {
   const s = str(v);
-  return s === null ? null : s.slice(0, MAX_LABEL_CHARS);
+  if (s === null || s.length <= MAX_LABEL_CHARS) return s;
+  // Cut between characters: half a surrogate pair is text PostgreSQL refuses (the whole write failed).
+  const cut = s.slice(0, MAX_LABEL_CHARS);
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
 };
 /** Longest tag value indexed; longer ones stay in the document but are not searchable by tag. */
 export const MAX_TAG_VALUE_CHARS = 1000;

@@ -9,6 +9,7 @@ import { parseConfig } from '../../src/config.js';
 import { createServices } from '../../src/main.js';
 import { createSql } from '../../src/db/client.js';
 import { internalCtx } from '../../src/services/context.js';
+import { MAX_LABEL_CHARS } from '../../src/domain/derive.js';
 import { loadMigrations, migrate } from '../../src/db/migrate.js';
 import { adminSql, createTestSchema, databaseUrl, testSchemaName, type TestSchema } from '../helpers/db.js';
 
@@ -116,6 +117,20 @@ describe('prepared statements of the write path', () => {
       await svc.stop();
       await one.end();
     }
+  });
+});
+
+describe('labels of the derived rows', () => {
+  it('are cut at their bound between characters: a surrogate pair across it made the write fail', async () => {
+    const vendor = 'v'.repeat(MAX_LABEL_CHARS - 1) + '😀';
+    const d = { uuid: randomUUID(), vcon: '0.3.0', parties: [{ name: 'A' }], analysis: [{ type: 'summary', vendor, encoding: 'none', body: 'x' }] };
+    const r = await services.vcons.batch([structuredClone(d)], internalCtx);
+    expect(r.created, JSON.stringify(r.results)).toBe(1);
+    expect((await services.vcons.create({ ...structuredClone(d), uuid: randomUUID() }, internalCtx)).created).toBe(true);
+    const [row] = await t.sql<{ vendor: string }[]>`select vendor from vcon_analyses where vcon_uuid = ${d.uuid}::uuid`;
+    expect(row.vendor).toBe('v'.repeat(MAX_LABEL_CHARS - 1));
+    // The document keeps the whole vendor.
+    expect(JSON.parse((await services.vcons.getText(d.uuid)) as string).analysis[0].vendor).toBe(vendor);
   });
 });
 
