@@ -43,6 +43,28 @@ const tagsSig = (tags: TagRow[]) =>
 /** Escapes LIKE metacharacters so a filter is a plain substring match. */
 export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/** Elements an array literal can hold unquoted: anything else, and `null` in any case, is quoted. */
+const BARE_ELEMENT = /^[A-Za-z0-9_./+:;-]+$/;
+
+/**
+ * A PostgreSQL array literal of text or numbers (`{a,"b c",NULL,1.5}`). json_to_recordset reads a
+ * JSON string into an array column with the array's own input function, half the time of building
+ * the array from a JSON array element by element (the dialog facts of a batch of 100 bench vCons:
+ * 1.0 ms instead of 2.0 ms of PostgreSQL's time).
+ */
+export function arrayLiteral(xs: readonly (string | number | null)[]): string {
+  let out = '{';
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i];
+    if (i > 0) out += ',';
+    if (x === null) out += 'NULL';
+    else if (typeof x === 'number') out += String(x);
+    else if (BARE_ELEMENT.test(x) && x.toLowerCase() !== 'null') out += x;
+    else out += `"${x.replace(/["\\]/g, '\\$&')}"`;
+  }
+  return `${out}}`;
+}
+
 /** A padding row of vconRows (all eleven columns null), skipped by its `where`. */
 const EMPTY_ROW: null[] = Array(11).fill(null);
 
@@ -91,8 +113,21 @@ export function createVconRepo(db: Db) {
   const derivedCtes = (items: StoredVcon[], only?: 'v') => {
     const rows = <T extends object>(pick: (d: Derived) => T[]) =>
       items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))) as never;
-    // One row per vCon with dialogs: its facts as arrays (migration 0005).
-    const dialogs = items.flatMap((i) => (i.derived.dialogs ? [{ vcon_uuid: i.uuid, ...i.derived.dialogs }] : []));
+    // One row per vCon with dialogs: its facts as arrays (migration 0005), sent as array literals.
+    const dialogs = items.flatMap(({ uuid, derived: { dialogs: f } }) =>
+      f
+        ? [
+            {
+              vcon_uuid: uuid,
+              types: arrayLiteral(f.types),
+              durations: arrayLiteral(f.durations),
+              mediatypes: arrayLiteral(f.mediatypes),
+              encodings: arrayLiteral(f.encodings),
+              body_bytes: arrayLiteral(f.body_bytes),
+            },
+          ]
+        : [],
+    );
     const guard = only ? db`where x.vcon_uuid in (select uuid from v)` : db``;
     return db`
       p as (

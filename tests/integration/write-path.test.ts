@@ -9,7 +9,8 @@ import { parseConfig } from '../../src/config.js';
 import { createServices } from '../../src/main.js';
 import { createSql } from '../../src/db/client.js';
 import { internalCtx } from '../../src/services/context.js';
-import { MAX_LABEL_CHARS } from '../../src/domain/derive.js';
+import { deriveRows, MAX_LABEL_CHARS } from '../../src/domain/derive.js';
+import { arrayLiteral } from '../../src/db/vcon-repo.js';
 import { loadMigrations, migrate } from '../../src/db/migrate.js';
 import { adminSql, createTestSchema, databaseUrl, testSchemaName, type TestSchema } from '../helpers/db.js';
 
@@ -117,6 +118,39 @@ describe('prepared statements of the write path', () => {
       await svc.stop();
       await one.end();
     }
+  });
+});
+
+describe('dialog facts', () => {
+  it('go as array literals and are stored exactly as derived, whatever an element holds', async () => {
+    const odd = ['a"b', 'back\\slash', 'comma,brace{}', ' spaced ', '', 'NULL', 'null', 'naïve ☕', 'plain/type+x.y_z:1;2-3'];
+    // Array literals read back as the arrays they were made of, numbers included (read as JSON:
+    // postgres.js reads a null element of a text[] as the string NULL).
+    const [{ texts, numbers }] = await t.sql`
+      select to_json(${arrayLiteral([...odd, null])}::text[]) as texts, to_json(${arrayLiteral([1e21, 0.1, -3, null, 12.25])}::float8[]) as numbers`;
+    expect(texts).toEqual([...odd, null]);
+    expect(numbers).toEqual([1e21, 0.1, -3, null, 12.25]);
+    // Through a write: a media type's parameters may hold any text.
+    const d = {
+      uuid: randomUUID(),
+      vcon: '0.3.0',
+      parties: [{ name: 'A' }],
+      dialog: odd.map((s, i) => ({
+        type: i % 2 ? 'text' : 'recording',
+        parties: [0],
+        mediatype: i === 0 ? 'audio/x-wav' : `text/plain;${s}`,
+        ...(i % 3 ? { encoding: 'none', body: 'body' } : {}),
+        duration: [1e9, 0.1, 3, 0, 12.25][i % 5],
+      })),
+    };
+    const r = await services.vcons.batch([structuredClone(d)], internalCtx);
+    expect(r.created, JSON.stringify(r.results)).toBe(1);
+    const [row] = await t.sql`
+      select to_json(types) as types, to_json(durations) as durations, to_json(mediatypes) as mediatypes,
+             to_json(encodings) as encodings, to_json(body_bytes) as body_bytes
+      from vcon_dialogs where vcon_uuid = ${d.uuid}::uuid`;
+    expect(row).toEqual(deriveRows(JSON.parse(JSON.stringify(d)), 'plain', new Date()).dialogs);
+    expect(row.mediatypes).toEqual(['audio/x-wav', ...odd.slice(1).map((s) => `text/plain;${s}`)]);
   });
 });
 
