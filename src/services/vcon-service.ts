@@ -39,6 +39,12 @@ export interface WriteOptions {
 
 export type SubResource = 'dialog' | 'analysis' | 'attachments';
 
+/**
+ * vCons per insert statement of a batch: a power of two, so a full chunk has no padding rows and a
+ * batch's statements are among a handful of texts (vcon-repo pads to a power of two).
+ */
+export const INSERT_CHUNK = 32;
+
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Puts the service-set fields in, keeping the caller's key order for everything else. */
@@ -191,10 +197,23 @@ export function createVconService(deps: VconServiceDeps) {
             stamp,
           );
         const docs = await transact(async (tx) => {
-          // New uuids (the common case) in one statement: documents, derived rows, queue rows.
-          // Those that exist already are replaced after it, in the same transaction.
-          const fresh = ready.map((r) => storedOf(r, false));
-          const inserted = await tx.insertNew(fresh);
+          // New uuids (the common case): documents, derived rows and queue rows, one statement per
+          // chunk, each sent before the next is built (postgres.js pipelines them on the
+          // transaction's connection), so PostgreSQL inserts a chunk while this process derives and
+          // serialises the next. Those that exist already are replaced after them.
+          const fresh: StoredVcon[] = [];
+          const sent: Promise<Set<string>>[] = [];
+          for (let i = 0; i < ready.length; i += INSERT_CHUNK) {
+            const chunk = ready.slice(i, i + INSERT_CHUNK).map((r) => storedOf(r, false));
+            fresh.push(...chunk);
+            const insert = tx.insertNew(chunk);
+            // Awaited below; a failure fails the transaction. Handled now so that it is not reported
+            // unhandled while the next chunk is built.
+            insert.catch(() => undefined);
+            sent.push(insert);
+            if (i + INSERT_CHUNK < ready.length) await new Promise((r) => setImmediate(r));
+          }
+          const inserted = new Set((await Promise.all(sent)).flatMap((s) => [...s]));
           const rest = ready.filter((r) => !inserted.has(r.uuid));
           const replaced = new Map(rest.map((r) => [r.uuid, storedOf(r, true)]));
           const flags = await tx.upsert([...replaced.values()]);

@@ -108,6 +108,16 @@ describe('prepared statements of the write path', () => {
         );
         expect(r.created).toBe(n);
       }
+      // A full batch goes in chunks of 32 (the last one 4): no statement of 64 or 128 rows.
+      for (const n of [100, 65])
+        expect(
+          (
+            await svc.vcons.batch(
+              Array.from({ length: n }, () => doc()),
+              internalCtx,
+            )
+          ).created,
+        ).toBe(n);
       // Sizes 1 to 20 fall in five buckets (1, 2, 4, 8, 16, 32): one statement each, not twenty.
       const [{ n }] = await one<{ n: number }[]>`
         select count(*)::int as n from pg_prepared_statements
@@ -117,6 +127,57 @@ describe('prepared statements of the write path', () => {
     } finally {
       await svc.stop();
       await one.end();
+    }
+  });
+});
+
+const countOf = async (table: string, uuids: string[]) => {
+  const [r] = await t.sql<
+    { n: number }[]
+  >`select count(*)::int as n from ${t.sql(table)} where ${t.sql(table === 'vcons' ? 'uuid' : 'vcon_uuid')} = any(${uuids}::uuid[])`;
+  return r.n;
+};
+
+describe('a batch written in chunks (statements pipelined on the transaction)', () => {
+  it('stores every new item of a full batch with its derived and queue rows, replaces the existing ones, refuses the invalid', async () => {
+    const existing = [doc(), doc()];
+    await services.vcons.batch(structuredClone(existing), internalCtx);
+    const items: unknown[] = Array.from({ length: 100 }, () => doc());
+    // Existing uuids in the first and the last chunk, invalid items in between.
+    items[3] = { ...existing[0], subject: 'replaced' };
+    items[99] = { ...existing[1], subject: 'replaced' };
+    items[40] = { uuid: 'not-a-uuid' };
+    items[70] = { vcon: '0.3.0', parties: 'not an array' };
+    const r = await services.vcons.batch(items, internalCtx);
+    expect([r.total, r.created, r.updated, r.failed]).toEqual([100, 96, 2, 2]);
+    expect(r.results.map((x) => x.status)).toEqual(items.map((_, i) => (i === 3 || i === 99 ? 200 : i === 40 || i === 70 ? 400 : 201)));
+    const stored = r.results.filter((x) => x.status !== 400).map((x) => x.uuid as string);
+    expect(await countOf('vcons', stored)).toBe(98);
+    expect(await countOf('index_queue', stored)).toBe(98);
+    // Each stored vCon has its two parties, one dialog row, one analysis and one tag (doc()).
+    expect(await countOf('vcon_parties', stored)).toBe(196);
+    expect(await countOf('vcon_dialogs', stored)).toBe(98);
+    expect(await countOf('vcon_analyses', stored)).toBe(98);
+    expect(await countOf('vcon_tags', stored)).toBe(98);
+    expect(JSON.parse((await services.vcons.getText(existing[1].uuid)) as string).subject).toBe('replaced');
+  });
+
+  it('is atomic: a statement failing in a later chunk leaves nothing of the earlier chunks, and the pool goes on', async () => {
+    // A tag the database refuses (as a constraint or a lost connection would fail a statement).
+    await t.sql`create function refuse_tag() returns trigger language plpgsql as $$ begin raise exception 'tag refused'; end $$`;
+    await t.sql`create trigger refuse_tag before insert on vcon_tags for each row when (new.key = 'refused') execute function refuse_tag()`;
+    try {
+      const items = Array.from({ length: 100 }, () => doc());
+      items[80].attachments = [{ purpose: 'tags', encoding: 'json', body: ['refused:yes'] }];
+      await expect(services.vcons.batch(structuredClone(items), internalCtx)).rejects.toThrow(/tag refused/);
+      const uuids = items.map((d) => d.uuid);
+      for (const table of ['vcons', 'index_queue', ...DERIVED]) expect(await countOf(table, uuids), table).toBe(0);
+      // The same documents without the refused tag: all stored, on the same pool.
+      items[80].attachments = [];
+      expect((await services.vcons.batch(items, internalCtx)).created).toBe(100);
+    } finally {
+      await t.sql`drop trigger refuse_tag on vcon_tags`;
+      await t.sql`drop function refuse_tag()`;
     }
   });
 });
