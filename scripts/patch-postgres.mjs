@@ -23,6 +23,12 @@
 //    (the connection lost or refused mid-handshake, a cancel, PgBouncer's query_wait_timeout) the
 //    rejection is unhandled and Node ends the process. Patched: the rejection is caught there (the
 //    connection's own error path has already failed or retried the queries that waited on it).
+// 6. one-copy bind (vcon-launch, issue 17): a Bind message was built in a 256-byte buffer grown by
+//    half again each time it filled (a batch statement's ~700 KB of parameters: ~20 buffers and
+//    twice its size copied), then copied into a Buffer.concat with Execute, then copied again by
+//    write(). Patched: Bind sizes its message first (the byte length of every serialised parameter)
+//    and writes it, with Execute behind it, into one buffer; write() keeps a large message as it is.
+//    The bytes sent are the same. Speed only, so src/db/client.ts does not refuse a driver without it.
 //
 // The file is found the way Node finds it (import.meta.resolve from this script), so a hoisted or
 // nested install is patched alike. Anything but the version this was written for, unless already
@@ -130,6 +136,104 @@ export const PATCHES = [
         from: `        : new net.Socket()
 `,
         to: `        : new net.Socket().setNoDelay(true) /* vcon-launch: nodelay */
+`,
+      },
+    ],
+  },
+  {
+    name: 'one-copy bind',
+    mark: '/* vcon-launch: one-copy bind */',
+    edits: [
+      {
+        from: `  function Bind(parameters, types, statement = '', portal = '') {
+    let prev
+      , type
+
+    b().B().str(portal + b.N).str(statement + b.N).i16(0).i16(parameters.length)
+
+    parameters.forEach((x, i) => {
+      if (x === null)
+        return b.i32(0xFFFFFFFF)
+
+      type = types[i]
+      parameters[i] = x = type in options.serializers
+        ? options.serializers[type](x)
+        : '' + x
+
+      prev = b.i
+      b.inc(4).str(x).i32(b.i - prev - 4, prev)
+    })
+
+    b.i16(0)
+
+    return b.end()
+  }
+`,
+        to: `  function Bind(parameters, types, statement = '', portal = '', tail) {
+    /* vcon-launch: one-copy bind */
+    let size = 1 + 4 + Buffer.byteLength(portal) + 1 + Buffer.byteLength(statement) + 1 + 2 + 2 + 2
+    parameters.forEach((x, i) => {
+      if (x === null)
+        return size += 4
+
+      const type = types[i]
+      parameters[i] = x = type in options.serializers
+        ? options.serializers[type](x)
+        : '' + x
+
+      size += 4 + Buffer.byteLength(x)
+    })
+
+    const out = Buffer.allocUnsafe(size + (tail ? tail.length : 0))
+    out[0] = 66 // B
+    out.writeUInt32BE(size - 1, 1)
+    let i = 5
+    i += out.write(portal, i)
+    out[i++] = 0
+    i += out.write(statement, i)
+    out[i++] = 0
+    i = out.writeUInt16BE(0, i)
+    i = out.writeUInt16BE(parameters.length, i)
+    for (const x of parameters) {
+      if (x === null) {
+        i = out.writeUInt32BE(0xFFFFFFFF, i)
+        continue
+      }
+      const n = out.write(x, i + 4)
+      out.writeUInt32BE(n, i)
+      i += 4 + n
+    }
+    i = out.writeUInt16BE(0, i)
+    tail && tail.copy(out, i)
+    return out
+  }
+`,
+      },
+      {
+        from: `  function prepared(q) {
+    return Buffer.concat([
+      Bind(q.parameters, q.statement.types, q.statement.name, q.cursorName),
+      q.cursorFn
+        ? Execute('', q.cursorRows)
+        : ExecuteUnnamed
+    ])
+  }
+`,
+        to: `  function prepared(q) {
+    return Bind(q.parameters, q.statement.types, q.statement.name, q.cursorName, q.cursorFn
+      ? Execute('', q.cursorRows)
+      : ExecuteUnnamed
+    )
+  }
+`,
+      },
+      {
+        from: `  function write(x, fn) {
+    chunk = chunk ? Buffer.concat([chunk, x]) : Buffer.from(x)
+`,
+        to: `  function write(x, fn) {
+    // A large message is written at once (below), so it is sent as it is, not copied.
+    chunk = chunk ? Buffer.concat([chunk, x]) : x.length >= 1024 ? x : Buffer.from(x)
 `,
       },
     ],

@@ -35,6 +35,8 @@ export const DRIVER_PATCH_MARKS = [
 export const PGBOUNCER_PATCH_MARK = '/* vcon-launch: reserve before the pipeline check */';
 /** TCP_NODELAY: speed only (a COPY no longer holds the next statement ~40 ms), so never refused without it. */
 export const NODELAY_PATCH_MARK = '/* vcon-launch: nodelay */';
+/** One-copy Bind messages: speed only (a batch's parameters are copied once, not four times), so never refused without it. */
+export const BIND_PATCH_MARK = '/* vcon-launch: one-copy bind */';
 let driverChecked = false;
 
 /**

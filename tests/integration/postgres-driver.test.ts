@@ -10,7 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DRIVER_PATCH_MARKS, NODELAY_PATCH_MARK, PGBOUNCER_PATCH_MARK, assertDriverPatched } from '../../src/db/client.js';
+import { BIND_PATCH_MARK, DRIVER_PATCH_MARKS, NODELAY_PATCH_MARK, PGBOUNCER_PATCH_MARK, assertDriverPatched } from '../../src/db/client.js';
 import { databaseUrl } from '../helpers/db.js';
 
 const run = promisify(execFile);
@@ -58,10 +58,11 @@ describe('the postgres.js patch', () => {
   };
 
   it('is applied to the postgres.js that Node loads, in both module formats', () => {
-    expect(mod.PATCHES.map((p) => p.mark)).toEqual([...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK, NODELAY_PATCH_MARK]);
+    const marks = [...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK, NODELAY_PATCH_MARK, BIND_PATCH_MARK];
+    expect(mod.PATCHES.map((p) => p.mark)).toEqual(marks);
     for (const rel of mod.CONNECTION_FILES) {
       const text = readFileSync(join(root, rel), 'utf8');
-      for (const mark of [...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK, NODELAY_PATCH_MARK]) expect(text, `${rel} lacks ${mark}`).toContain(mark);
+      for (const mark of marks) expect(text, `${rel} lacks ${mark}`).toContain(mark);
     }
     expect(() => assertDriverPatched({ pgbouncer: true })).not.toThrow();
   });
@@ -84,16 +85,19 @@ describe('the postgres.js patch', () => {
     expect(second.out).toMatch(/already patched/);
   });
 
-  it('adds TCP_NODELAY to an install patched before it, which still runs meanwhile (speed only)', async () => {
-    const nodelay = mod.PATCHES.find((p) => p.mark === NODELAY_PATCH_MARK)!;
-    const undo = (t: string) => nodelay.edits.reduceRight((u, e) => u.replace(e.to, e.from), t);
-    const copy = fakePackage('before-nodelay', mod.PINNED_VERSION, undo);
-    expect(readFileSync(join(copy, 'src/connection.js'), 'utf8')).not.toContain(NODELAY_PATCH_MARK);
+  it.each([
+    ['TCP_NODELAY', NODELAY_PATCH_MARK],
+    ['one-copy bind', BIND_PATCH_MARK],
+  ])('adds %s to an install patched before it, which still runs meanwhile (speed only)', async (name, mark) => {
+    const patch = mod.PATCHES.find((p) => p.mark === mark)!;
+    const undo = (t: string) => patch.edits.reduceRight((u, e) => u.replace(e.to, e.from), t);
+    const copy = fakePackage(`before-${mark.replace(/\W+/g, '-')}`, mod.PINNED_VERSION, undo);
+    expect(readFileSync(join(copy, 'src/connection.js'), 'utf8')).not.toContain(mark);
     // The startup check asks only for the patches that keep answers right.
-    expect(DRIVER_PATCH_MARKS).not.toContain(NODELAY_PATCH_MARK);
+    expect(DRIVER_PATCH_MARKS).not.toContain(mark);
     const r = await runScript(copy);
     expect(r.code, r.out).toBe(0);
-    expect(r.out).toMatch(/applied TCP_NODELAY$/m);
+    expect(r.out).toMatch(new RegExp(`applied ${name}$`, 'm'));
     for (const rel of mod.CONNECTION_FILES) expect(readFileSync(join(copy, rel), 'utf8')).toBe(readFileSync(join(root, rel), 'utf8'));
   });
 
@@ -138,6 +142,24 @@ describe('a query that fails half-way through its rows', () => {
     const b = sql`select x from generate_series(1, 5) x`;
     expect(String(await a)).toMatch(/division by zero/);
     expect((await b).map((r) => r.x)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('sends every parameter exactly in its one-copy Bind message, through a cursor too', async () => {
+    // Multibyte text (1.3 MB of it in one parameter), empty strings, nulls, 600 parameters, bytea and json.
+    const big = 'ü€😀x'.repeat(100_000);
+    const texts = ['', 'a', null, 'naïve ☕ 😀', big, ...Array.from({ length: 295 }, (_, i) => `p${i}`)];
+    const rows = texts.map((s, i) => [String(i), s]);
+    const back = await sql<{ i: number; s: string | null }[]>`
+      select i::int, s::text from (values ${sql(rows as never)}) as t(i, s) order by 1`;
+    expect(back.map((r) => r.s)).toEqual(texts);
+    const seen: (string | null)[] = [];
+    await sql<{ s: string | null }[]>`select s::text from (values ${sql(rows as never)}) as t(i, s) order by i::int`.cursor(64, (chunk) => {
+      seen.push(...chunk.map((r) => r.s));
+    });
+    expect(seen).toEqual(texts);
+    const bytes = Buffer.from([0, 1, 127, 128, 255]);
+    const [r] = await sql`select ${bytes}::bytea as b, ${sql.json({ k: 'ü "q"', n: [1, null] })}::json as j, ${null}::text as z`;
+    expect(r).toEqual({ b: bytes, j: { k: 'ü "q"', n: [1, null] }, z: null });
   });
 
   it('answers every query of mixed concurrent traffic with failures among it correctly', async () => {
