@@ -2,7 +2,8 @@
 // hex text in thousands of bind parameters (issue 17). Only the column types the index writes use.
 import type { Db } from './client.js';
 
-export type CopyType = 'uuid' | 'text' | 'json' | 'int4' | 'bytea' | 'timestamptz' | 'bit';
+/** tsvector: the value is already its binary form (joinTsvectors in src/domain/tsvector.ts). */
+export type CopyType = 'uuid' | 'text' | 'json' | 'int4' | 'bytea' | 'timestamptz' | 'bit' | 'tsvector';
 export type CopyValue = string | number | Uint8Array | Date | null;
 
 const HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
@@ -21,6 +22,7 @@ function size(type: CopyType, v: CopyValue): number {
     case 'int4':
       return 4;
     case 'bytea':
+    case 'tsvector':
       return (v as Uint8Array).byteLength;
     case 'timestamptz':
       return 8;
@@ -44,6 +46,7 @@ function put(out: Buffer, at: number, type: CopyType, v: CopyValue): void {
       out.writeInt32BE(v as number, at);
       break;
     case 'bytea':
+    case 'tsvector':
       out.set(v as Uint8Array, at);
       break;
     case 'timestamptz':
@@ -90,10 +93,27 @@ export async function copyBinary(db: Db, table: string, columns: [string, CopyTy
   if (rows.length === 0) return;
   const data = encodeCopy(columns, rows);
   // Table and column names are constants of the calling repo, never input.
-  const stream = await db`copy ${db(table)} (${db(columns.map((c) => c[0]))}) from stdin (format binary)`.writable();
-  await new Promise<void>((resolve, reject) => {
-    stream.on('error', reject);
-    stream.on('finish', resolve);
-    stream.end(data);
+  const query = db`copy ${db(table)} (${db(columns.map((c) => c[0]))}) from stdin (format binary)`;
+  // postgres.js settles the query with the stream when the COPY starts; an error the server finds
+  // in the data (a constraint, a trigger, a cancel) then goes to the query's reject, which the
+  // settled promise ignores, and the stream never finishes: the round would wait forever on an
+  // open transaction. The rejection is taken from there.
+  const failed = new Promise<never>((_, reject) => {
+    const q = query as unknown as { reject(err: unknown): void };
+    const own = q.reject;
+    q.reject = (err) => {
+      reject(err);
+      own(err);
+    };
   });
+  failed.catch(() => undefined);
+  const stream = await query.writable();
+  await Promise.race([
+    failed,
+    new Promise<void>((resolve, reject) => {
+      stream.on('error', reject);
+      stream.on('finish', resolve);
+      stream.end(data);
+    }),
+  ]);
 }
