@@ -8,7 +8,7 @@ import { signCodeBytes, vectorToBytes } from '../embeddings/code.js';
 import { copyBinary, type CopyValue } from './copy-binary.js';
 import type { VectorSpace } from './search-repo.js';
 import { stage, stageSync } from '../stages.js';
-import { createLexicon, plainTokens, type Lexicon } from '../domain/tsvector.js';
+import { createLexicon, joinTsvectors, parseTsvector, plainTokens, tsvectorText, type Lexicon, type Tsv } from '../domain/tsvector.js';
 
 /**
  * The per-vCon ranking tsvector is one weight per source (subject A, party B, analysis C, dialog and
@@ -85,6 +85,8 @@ export interface IndexRows {
   uuid: string;
   units: SearchUnit[];
   indexed?: boolean;
+  /** The stored vCon's created_at, for its vcon_search row (without it the statement reads it). */
+  created_at?: Date;
 }
 
 /** The vCons that may have rows to delete before theirs are written. */
@@ -100,7 +102,33 @@ export interface VconVectors {
   vec: Float32Array;
 }
 
+/** The COPY rows of some vCons' vectors in one space: unit vectors, vCon vectors, sign codes. */
+export interface VconRows {
+  count: number;
+  units: CopyValue[][];
+  docs: CopyValue[][];
+  codes: CopyValue[][];
+}
+
+/** The rows that store some vCons' vectors. */
+const vectorRows = (space: VectorSpace, items: VconVectors[]): VconRows =>
+  stageSync('vectors to rows', () => ({
+    count: items.length,
+    units: items.flatMap((i) => i.units.map((u) => [i.uuid, u.source, u.idx, space.id, space.model, vectorToBytes(u.vec)])),
+    docs: items.map((i) => [i.uuid, space.id, space.model, i.created_at, i.units_sig, vectorToBytes(i.vec)]),
+    codes: items.map((i) => [i.uuid, space.id, space.model, i.created_at, signCodeBytes(i.vec)]),
+  }));
+
 export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon) {
+  /** setweight(to_tsvector('english', text), weight) of each text, made by the database (sent back in binary). */
+  const madeByDatabase = async (texts: string[], weights: string[]): Promise<Tsv[]> => {
+    if (texts.length === 0) return [];
+    const rows = await db<{ t: Uint8Array }[]>`
+      select tsvectorsend(setweight(to_tsvector('english', left(x.t, 200000)), x.w::"char")) as t
+      from unnest(${texts}::text[], ${weights}::text[]) with ordinality as x(t, w, n) order by x.n`;
+    return rows.map((r) => parseTsvector(r.t));
+  };
+
   return {
     /**
      * The stored documents of some vCons, to index them; deleted vCons are absent. `indexed`: the
@@ -145,7 +173,10 @@ export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon)
     /**
      * Rewrites the per-vCon ranking tsvector of some vCons from their units (vCons without units
      * get no row): per weight, the tsvector made here from the text's tokens (plainTokens), else
-     * the text for to_tsvector; PostgreSQL joins the four (||, as before).
+     * the database's to_tsvector of the text (one query, in binary); the four are joined here as
+     * || joins them and sent in binary by COPY (parsing tsvector text was most of the database's
+     * time in this write). The rare vCon whose join would cap positions goes through the statement
+     * that joins in the database.
      */
     async writeSearchDocs(items: IndexRows[]): Promise<void> {
       if (items.length === 0) return;
@@ -155,31 +186,71 @@ export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon)
       if (rows.length === 0) return;
       const texts = rows.map((r) => weightTexts(r.units));
       const tokens = stageSync('tsvector: tokens', () => texts.map((t) => t.map(plainTokens)));
+      // The texts the database makes, asked for now: it works on them while this thread makes the rest.
+      const theirs = tokens.flatMap((t, n) => t.flatMap((tok, k) => (tok ? [] : [[n, k]])));
+      const made = madeByDatabase(
+        theirs.map(([n, k]) => texts[n][k]),
+        theirs.map(([, k]) => WEIGHTS[k]),
+      );
+      made.catch(() => undefined);
+      // postgres.js sends a query from a later tick: one turn of the loop puts it on the wire.
+      if (theirs.length > 0) await new Promise((resolve) => setImmediate(resolve));
       const unknown = new Set<string>();
       const make = () => tokens.map((t) => t.map((tok, k) => (tok ? lexicon.tsvector(tok, WEIGHTS[k], unknown) : null)));
-      let tsvs = stageSync('tsvector: make', make);
+      const tsvs: (Tsv | null | undefined)[][] = stageSync('tsvector: make', make);
       // Words seen for the first time in this process: learnt, then the texts that had them are made.
       if (unknown.size > 0) {
         await learnWords(db, lexicon, [...unknown]);
         // Only those texts again. One still lacking a word (the lexicon started afresh at its bound
-        // meanwhile) goes to to_tsvector: undefined must never reach the statement (a null tsv).
+        // meanwhile) goes to the database too: undefined must never reach a row.
         const still = new Set<string>();
-        tsvs = tsvs.map((t, n) => t.map((x, k) => (x === undefined ? (lexicon.tsvector(tokens[n][k]!, WEIGHTS[k], still) ?? null) : x)));
+        tokens.forEach((t, n) =>
+          t.forEach((tok, k) => {
+            if (tsvs[n][k] === undefined) tsvs[n][k] = lexicon.tsvector(tok!, WEIGHTS[k], still) ?? null;
+          }),
+        );
       }
-      // Per weight: the tsvector's text, or (null there) the text to_tsvector makes it from.
-      const col = (k: number) => rows.map((_, n) => (tsvs[n][k] == null ? texts[n][k] : null));
-      const tsv = (k: number) => rows.map((_, n) => tsvs[n][k]);
+      const late = tokens.flatMap((t, n) => t.flatMap((tok, k) => (tok && tsvs[n][k] === null ? [[n, k]] : [])));
+      const [early, more] = await Promise.all([
+        stage('sql: to_tsvector', () => made),
+        madeByDatabase(
+          late.map(([n, k]) => texts[n][k]),
+          late.map(([, k]) => WEIGHTS[k]),
+        ),
+      ]);
+      theirs.forEach(([n, k], j) => (tsvs[n][k] = early[j]));
+      late.forEach(([n, k], j) => (tsvs[n][k] = more[j]));
+      const binary: CopyValue[][] = [];
+      const rest: number[] = [];
+      stageSync('tsvector: join', () =>
+        rows.forEach((r, n) => {
+          const joined = r.created_at ? joinTsvectors(tsvs[n] as Tsv[]) : null;
+          if (joined) binary.push([r.uuid, r.created_at!, joined]);
+          else rest.push(n);
+        }),
+      );
+      if (binary.length > 0)
+        await stage('sql: copy vcon_search', () =>
+          copyBinary(
+            db,
+            'vcon_search',
+            [
+              ['vcon_uuid', 'uuid'],
+              ['created_at', 'timestamptz'],
+              ['tsv', 'tsvector'],
+            ],
+            binary,
+          ),
+        );
+      if (rest.length === 0) return;
+      const tsv = (k: number) => rest.map((n) => tsvectorText(tsvs[n][k]!));
       await stage(
         'sql: insert vcon_search',
         () => db`
         insert into vcon_search (vcon_uuid, created_at, tsv)
-        select v.uuid, v.created_at,
-          coalesce(x.ta::tsvector, setweight(to_tsvector('english', left(x.a, 200000)), 'A'))
-            || coalesce(x.tb::tsvector, setweight(to_tsvector('english', left(x.b, 200000)), 'B'))
-            || coalesce(x.tc::tsvector, setweight(to_tsvector('english', left(x.c, 200000)), 'C'))
-            || coalesce(x.td::tsvector, setweight(to_tsvector('english', left(x.d, 200000)), 'D'))
-        from unnest(${rows.map((r) => r.uuid)}::uuid[], ${col(0)}::text[], ${col(1)}::text[], ${col(2)}::text[], ${col(3)}::text[],
-                    ${tsv(0)}::text[], ${tsv(1)}::text[], ${tsv(2)}::text[], ${tsv(3)}::text[]) as x(u, a, b, c, d, ta, tb, tc, td)
+        select v.uuid, v.created_at, x.ta::tsvector || x.tb::tsvector || x.tc::tsvector || x.td::tsvector
+        from unnest(${rest.map((n) => rows[n].uuid)}::uuid[], ${tsv(0)}::text[], ${tsv(1)}::text[], ${tsv(2)}::text[], ${tsv(3)}::text[])
+          as x(u, ta, tb, tc, td)
         join vcons v on v.uuid = x.u`,
       );
     },
@@ -220,16 +291,19 @@ export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon)
       await stage('sql: delete vcon_codes', () => db`delete from vcon_codes where vcon_uuid = any(${uuids}::uuid[])`);
     },
 
+    /** The rows that store some vCons' vectors (no statement: made while other statements run). */
+    vectorRows,
+
     /** Stores the vectors of some vCons (whose old vectors were dropped) with the vCon vector's sign code. */
     async insertVectors(space: VectorSpace, items: VconVectors[]): Promise<void> {
-      const prepared = stageSync('vectors to rows', () => ({
-        units: items.flatMap((i) => i.units.map((u) => [i.uuid, u.source, u.idx, space.id, space.model, vectorToBytes(u.vec)])),
-        docs: items.map((i) => [i.uuid, space.id, space.model, i.created_at, i.units_sig, vectorToBytes(i.vec)]),
-        codes: items.map((i) => [i.uuid, space.id, space.model, i.created_at, signCodeBytes(i.vec)]),
-      }));
+      await this.writeVectorRows(vectorRows(space, items));
+    },
+
+    /** Stores vector rows (vectorRows); the vCons' old vectors were dropped. */
+    async writeVectorRows(rows: VconRows): Promise<void> {
       // Binary COPY: each vector is its 4·d raw bytes on the wire (not hex text in bind parameters).
       // A local provider stores no unit vectors (search-indexer.ts).
-      if (prepared.units.length > 0)
+      if (rows.units.length > 0)
         await stage('sql: copy search_vectors', () =>
           copyBinary(
             db,
@@ -242,7 +316,7 @@ export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon)
               ['model', 'text'],
               ['vec', 'bytea'],
             ],
-            prepared.units,
+            rows.units,
           ),
         );
       await stage('sql: copy vcon_vectors', () =>
@@ -257,7 +331,7 @@ export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon)
             ['units_sig', 'text'],
             ['vec', 'bytea'],
           ],
-          prepared.docs,
+          rows.docs,
         ),
       );
       await stage('sql: copy vcon_codes', () =>
@@ -271,7 +345,7 @@ export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon)
             ['created_at', 'timestamptz'],
             ['code', 'bit'],
           ],
-          prepared.codes,
+          rows.codes,
         ),
       );
     },

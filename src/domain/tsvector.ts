@@ -5,7 +5,9 @@
 // reads as blanks. Anything else (URLs, e-mail addresses, hosts, file names, decimals, signed
 // numbers, letters mixed with digits, non-ASCII text) returns null and goes to to_tsvector as
 // before. Lexemes come from the database's own dictionary (ts_lexize, cached), so a stored
-// tsvector is the one to_tsvector gives (tests/search/tsvector.test.ts compares them).
+// tsvector is the one to_tsvector gives (tests/search/tsvector.test.ts compares them). A vCon's four
+// weights are joined here as || joins them and sent in tsvector's binary format: reading the text
+// form cost the database about as much again.
 
 /** Longest text (characters) made here; to_tsvector takes the rest. */
 const MAX_TEXT_CHARS = 50_000;
@@ -106,32 +108,149 @@ export function plainTokens(text: string): string[] | null {
 
 const isDigitCode = (c: number) => c >= 48 && c <= 57;
 
-/** A lexeme of the tsvector being made: its text form, and its positions in the current text. */
-interface Entry {
-  quoted: string;
-  /** The text (a counter) whose positions `positions` holds. */
-  text: number;
-  /** The positions with their weight, as written ("3A,7A"), and how many. */
-  positions: string;
-  count: number;
+/**
+ * A tsvector made here, one weight of one text: its lexemes (first seen first) and each one's
+ * positions as PostgreSQL stores them (WordEntryPos: the weight in the top two bits, A = 3 … D = 0).
+ */
+export interface Tsv {
+  lexemes: string[];
+  positions: number[][];
 }
 
-/** Positions as text ('1'…), made once: a position's conversion cost more than the rest of its work. */
-const POSITION_TEXT: string[] = [];
-const positionText = (p: number) => (POSITION_TEXT[p] ??= String(p));
+const WEIGHT_BITS = { A: 3 << 14, B: 2 << 14, C: 1 << 14, D: 0 } as const;
+const POS_MASK = 0x3fff;
+/** Positions past this are all this one (LIMITPOS); a lexeme keeps at most MAXNUMPOS of them. */
+const MAX_ENTRY_POS = 16_383;
+const MAX_NUM_POS = 256;
 
-/** A lexeme as tsvector text: bare when it is letters, digits and hyphens (every lexeme made here), else quoted. */
-const quote = (lexeme: string) => (/^[a-z0-9-]+$/.test(lexeme) ? lexeme : `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`);
-const entry = (lexeme: string): Entry => ({ quoted: quote(lexeme), text: 0, positions: '', count: 0 });
+/** A lexeme of the tsvector being made, and its positions in the current text. */
+interface Entry {
+  lexeme: string;
+  /** The text (a counter) whose positions `positions` holds. */
+  text: number;
+  positions: number[];
+}
+
+/** The positions of an entry between texts (never written to: a text's first position replaces it). */
+const NONE: number[] = [];
+
+const entry = (lexeme: string): Entry => ({ lexeme, text: 0, positions: NONE });
 
 /**
  * Drops the positions a text left on its entries and returns `result`: entries live in the lexicon
- * for good, and a lexeme's last positions string (up to ~1 KB) kept for each of 200k words would
- * be gigabytes.
+ * for good, and a lexeme's last positions kept for each of 200k words would be gigabytes.
  */
 function release<T>(used: Entry[], result: T): T {
-  for (const e of used) e.positions = '';
+  for (const e of used) e.positions = NONE;
   return result;
+}
+
+/** A lexeme as tsvector text: bare when it is letters, digits and hyphens (every lexeme made here), else quoted. */
+const quote = (lexeme: string) => (/^[a-z0-9-]+$/.test(lexeme) ? lexeme : `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`);
+const WEIGHT_LETTER = ['', 'C', 'B', 'A'];
+
+/** The text form of a tsvector made here (weight D's positions carry no letter: D is a position's default). */
+export function tsvectorText(t: Tsv): string {
+  let out = '';
+  t.lexemes.forEach((l, j) => {
+    out += `${out ? ' ' : ''}${quote(l)}:`;
+    t.positions[j].forEach((p, k) => (out += `${k ? ',' : ''}${p & POS_MASK}${WEIGHT_LETTER[p >>> 14]}`));
+  });
+  return out;
+}
+
+/** A tsvector in binary format (tsvectorsend), as made by the database. */
+export function parseTsvector(b: Uint8Array): Tsv {
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const count = buf.readInt32BE(0);
+  const lexemes = new Array<string>(count);
+  const positions = new Array<number[]>(count);
+  let at = 4;
+  for (let j = 0; j < count; j++) {
+    const end = buf.indexOf(0, at);
+    lexemes[j] = buf.toString('utf8', at, end);
+    const n = buf.readUInt16BE(end + 1);
+    at = end + 3;
+    const ps = (positions[j] = new Array<number>(n));
+    for (let k = 0; k < n; k++, at += 2) ps[k] = buf.readUInt16BE(at);
+  }
+  return { lexemes, positions };
+}
+
+const isAscii = (s: string) => {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 127) return false;
+  return true;
+};
+
+/**
+ * ((A || B) || C) || D of some tsvectors, in tsvector's binary format (tsvectorsend, what a binary
+ * COPY reads): the lexeme count (int32), then per lexeme in the database's order (bytewise) its
+ * UTF-8 bytes, a NUL, its position count (uint16) and its positions (uint16 each). || shifts each
+ * right side's positions past the left side's last one and keeps a lexeme's positions in order.
+ * Null where || would cap or drop positions (a lexeme past 256 of them, a position past 16,383):
+ * the database joins those, as before.
+ */
+export function joinTsvectors(parts: Tsv[]): Uint8Array | null {
+  // Each part's positions move past the last position of the parts before it; none reaches the cap.
+  const shifts: number[] = [];
+  let max = 0;
+  let positions = 0;
+  for (const part of parts) {
+    shifts.push(max);
+    let last = 0;
+    for (const ps of part.positions) {
+      last = Math.max(last, ps[ps.length - 1] & POS_MASK);
+      positions += ps.length;
+    }
+    max += last;
+  }
+  if (max >= MAX_ENTRY_POS) return null;
+  // By lexeme: where it is (part · 2^16 + index), or the places of a lexeme in several parts.
+  const at = new Map<string, number | number[]>();
+  parts.forEach((part, k) =>
+    part.lexemes.forEach((l, j) => {
+      const was = at.get(l);
+      const here = k * 0x10000 + j;
+      if (was === undefined) at.set(l, here);
+      else if (typeof was === 'number') at.set(l, [was, here]);
+      else was.push(here);
+    }),
+  );
+  const lexemes = [...at.keys()];
+  const ascii = lexemes.every(isAscii);
+  // In ASCII, UTF-16 order is the database's bytewise order; otherwise the UTF-8 bytes are compared.
+  if (ascii) lexemes.sort();
+  else lexemes.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  let size = 4 + 2 * positions;
+  for (const l of lexemes) size += (ascii ? l.length : Buffer.byteLength(l)) + 3;
+  const out = Buffer.allocUnsafe(size);
+  let o = out.writeInt32BE(lexemes.length, 0);
+  const put = (where: number) => {
+    const k = where >>> 16;
+    const shift = shifts[k];
+    for (const p of parts[k].positions[where & 0xffff]) {
+      const q = p + shift;
+      out[o++] = q >>> 8;
+      out[o++] = q & 0xff;
+    }
+  };
+  for (const l of lexemes) {
+    if (ascii) for (let i = 0; i < l.length; i++) out[o++] = l.charCodeAt(i);
+    else o += out.write(l, o, 'utf8');
+    out[o++] = 0;
+    const where = at.get(l)!;
+    if (typeof where === 'number') {
+      o = out.writeUInt16BE(parts[where >>> 16].positions[where & 0xffff].length, o);
+      put(where);
+    } else {
+      let n = 0;
+      for (const w of where) n += parts[w >>> 16].positions[w & 0xffff].length;
+      if (n > MAX_NUM_POS) return null;
+      o = out.writeUInt16BE(n, o);
+      where.forEach(put);
+    }
+  }
+  return out;
 }
 
 /** Words the lexicon keeps (a language's words are few; a flood of new ones starts it afresh). */
@@ -167,12 +286,13 @@ export function createLexicon(maxWords = MAX_WORDS) {
     },
 
     /**
-     * The text form of setweight(to_tsvector('english', text), weight) from the text's tokens
-     * (plainTokens); null when a word is not plain or a lexeme has too many positions; undefined
-     * when words are not in the lexicon yet (added to `unknown`: learn them, then ask again).
+     * setweight(to_tsvector('english', text), weight) from the text's tokens (plainTokens); null
+     * when a word is not plain or a lexeme has too many positions; undefined when words are not in
+     * the lexicon yet (added to `unknown`: learn them, then ask again).
      */
-    tsvector(tokens: string[], weight: 'A' | 'B' | 'C' | 'D', unknown: Set<string>): string | null | undefined {
+    tsvector(tokens: string[], weight: 'A' | 'B' | 'C' | 'D', unknown: Set<string>): Tsv | null | undefined {
       const text = ++texts;
+      const bits = WEIGHT_BITS[weight];
       const used: Entry[] = [];
       let numbers: Map<string, Entry> | undefined;
       let complete = true;
@@ -191,28 +311,24 @@ export function createLexicon(maxWords = MAX_WORDS) {
         }
         if (e === false) return release(used, null);
         if (e === null || !complete) continue;
-        // D is the weight of a position without one: the letter is left out.
-        const p = weight === 'D' ? positionText(i + 1) : positionText(i + 1) + weight;
         if (e.text !== text) {
           e.text = text;
-          e.positions = p;
-          e.count = 1;
+          e.positions = [bits | (i + 1)];
           used.push(e);
-        } else {
-          e.positions += `,${p}`;
-          e.count++;
-        }
+        } else e.positions.push(bits | (i + 1));
       }
       if (!complete) return release(used, undefined);
-      let out = '';
-      for (const e of used) {
-        if (e.count > MAX_POSITIONS) return release(used, null);
-        out += `${out ? ' ' : ''}${e.quoted}:${e.positions}`;
+      const lexemes = new Array<string>(used.length);
+      const positions = new Array<number[]>(used.length);
+      for (let j = 0; j < used.length; j++) {
+        if (used[j].positions.length > MAX_POSITIONS) return release(used, null);
+        lexemes[j] = used[j].lexeme;
+        positions[j] = used[j].positions;
       }
-      return release(used, out);
+      return release(used, { lexemes, positions });
     },
 
-    /** Characters of positions held between texts (0: each text's are dropped once it is made). */
+    /** Positions held between texts (0: each text's are dropped once it is made). */
     retained(): number {
       let n = 0;
       for (const e of byLexeme.values()) n += e.positions.length;

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeBodies, extractUnits, type SearchUnit } from '../domain/derive.js';
-import type { SearchIndexRepo, VconVectors } from '../db/search-index-repo.js';
+import type { SearchIndexRepo, VconRows, VconVectors } from '../db/search-index-repo.js';
 import type { ClaimFilter, IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
 import { stage } from '../stages.js';
@@ -35,8 +35,8 @@ class EmbedFailure extends Error {
   override name = 'EmbedFailure';
 }
 
-/** Texts a local provider embeds before the indexer lets waiting requests run (~10 ms). */
-const EMBED_SLICE = 100;
+/** Texts a local provider embeds before the indexer lets other work run (~4 ms). */
+const EMBED_SLICE = 25;
 
 /** vCons per indexing round: one transaction and one embed call (~20 texts a vCon). */
 export const INDEX_BATCH = 100;
@@ -76,28 +76,33 @@ export function createSearchIndexer(deps: {
   const batch = deps.batch ?? (provider.inline ? INDEX_BATCH : 32);
 
   /**
-   * Embeds and stores the vectors of the given vCons (replacing whatever they had, in any
-   * space). Without `force`, vCons whose texts, created_at and space are unchanged are skipped.
-   * Returns how many vCons got vectors.
-   */
-  /**
    * One batch for the provider, in slices for a local one: a local embed runs on this thread, and
-   * a round of 100 vCons (~2,000 texts, ~200 ms) in one piece would hold every request behind it.
+   * a round of 100 vCons in one piece would hold every request behind it. Between slices the
+   * statements of the round in flight move on (indexRound writes the keyword rows meanwhile).
    */
   async function embedYielding(texts: string[]): Promise<Float32Array[]> {
     if (!provider.inline) return provider.embed(texts);
     const out: Float32Array[] = [];
     for (let i = 0; i < texts.length; i += EMBED_SLICE) {
-      if (i > 0) await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
       out.push(...(await provider.embed(texts.slice(i, i + EMBED_SLICE))));
     }
     return out;
   }
 
-  async function embedVcons(r: IndexRepos, items: IndexItem[], opts: { force?: boolean } = {}): Promise<number> {
-    if (items.length === 0) return 0;
+  /** What a round embeds: the vCons whose vectors are out of date, their old vectors dropped. */
+  interface EmbedPlan {
+    todo: IndexItem[];
+    units: SearchUnit[][];
+  }
+
+  /**
+   * The vCons to embed, their stored vectors dropped. Without `force`, vCons whose texts,
+   * created_at and space are unchanged are skipped.
+   */
+  async function planEmbed(r: IndexRepos, items: IndexItem[], force = false): Promise<EmbedPlan> {
     let todo = items;
-    if (!opts.force) {
+    if (!force && items.length > 0) {
       const stored = await r.index.vectorSigs(
         provider,
         items.filter((i) => i.indexed !== false).map((i) => i.uuid),
@@ -107,17 +112,21 @@ export function createSearchIndexer(deps: {
         return !(s && s.units_sig === unitsSig(i.units) && s.created_at.getTime() === i.created_at.getTime());
       });
     }
-    if (todo.length === 0) return 0;
     // A fresh vCon has no vectors to drop.
-    await r.index.dropVectors(todo.filter((i) => i.indexed !== false).map((i) => i.uuid));
-    const units = todo.map((i) => embeddableUnits(i.units));
+    if (todo.length > 0) await r.index.dropVectors(todo.filter((i) => i.indexed !== false).map((i) => i.uuid));
+    return { todo, units: todo.map((i) => embeddableUnits(i.units)) };
+  }
+
+  /** The vectors of a plan, ready to store (no statement: a round runs this while its keyword rows are written). */
+  async function embedPlanned(r: IndexRepos, { todo, units }: EmbedPlan): Promise<VconRows | null> {
     // Per vCon with units: each unit's text (unit matches, snippets), then the whole text. A local
     // provider stores no unit vectors: searches embed the units of their page (semanticMatches).
     const perUnit = !provider.inline;
     const texts = units.flatMap((u) => (u.length === 0 ? [] : [...(perUnit ? u.map((x) => x.body) : []), wholeText(u)]));
-    let vectors: Float32Array[] = [];
+    if (texts.length === 0) return null;
+    let vectors: Float32Array[];
     try {
-      if (texts.length > 0) vectors = await stage('embed', () => embedYielding(texts));
+      vectors = await stage('embed', () => embedYielding(texts));
     } catch (err) {
       throw new EmbedFailure((err as Error).message);
     }
@@ -128,8 +137,18 @@ export function createSearchIndexer(deps: {
       const unitVecs = perUnit ? units[n].map((u) => ({ source: u.source, idx: u.idx, vec: vectors[k++] })) : [];
       out.push({ uuid: item.uuid, created_at: item.created_at, units_sig: unitsSig(item.units), units: unitVecs, vec: vectors[k++] });
     });
-    await r.index.insertVectors(provider, out);
-    return out.length;
+    return r.index.vectorRows(provider, out);
+  }
+
+  /**
+   * Embeds and stores the vectors of the given vCons (replacing whatever they had, in any
+   * space). Without `force`, vCons whose texts, created_at and space are unchanged are skipped.
+   * Returns how many vCons got vectors.
+   */
+  async function embedVcons(r: IndexRepos, items: IndexItem[], opts: { force?: boolean } = {}): Promise<number> {
+    const rows = await embedPlanned(r, await planEmbed(r, items, opts.force));
+    if (rows) await r.index.writeVectorRows(rows);
+    return rows?.count ?? 0;
   }
 
   /**
@@ -153,16 +172,28 @@ export function createSearchIndexer(deps: {
           })),
         ),
       );
-      await r.index.writeUnits(items);
-      await r.index.writeSearchDocs(items);
-      try {
-        await embedVcons(r, items);
-        await r.queue.remove(uuids);
-      } catch (err) {
-        if (!(err instanceof EmbedFailure)) throw err;
-        await r.queue.fail(uuids, err.message);
-        deps.log?.warn({ err: err.message, vcons: uuids.length }, 'embedding failed; the vCons stay queued for a retry');
+      const plan = await planEmbed(r, items);
+      // The keyword rows go to the database while this thread embeds, so both work at once. The
+      // embedding issues no statement (the connection carries one COPY at a time) and never
+      // rejects; the round ends only after the writes did, so an error rolls back a quiet connection.
+      const written = (async () => {
+        await r.index.writeUnits(items);
+        await r.index.writeSearchDocs(items);
+      })();
+      const embedded = embedPlanned(r, plan).then(
+        (rows) => ({ rows }),
+        (error: unknown) => ({ error }),
+      );
+      await written;
+      const e = await embedded;
+      if ('error' in e) {
+        if (!(e.error instanceof EmbedFailure)) throw e.error;
+        await r.queue.fail(uuids, e.error.message);
+        deps.log?.warn({ err: e.error.message, vcons: uuids.length }, 'embedding failed; the vCons stay queued for a retry');
+        return uuids.length;
       }
+      if (e.rows) await r.index.writeVectorRows(e.rows);
+      await r.queue.remove(uuids);
       return uuids.length;
     });
   }

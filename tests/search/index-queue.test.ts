@@ -80,7 +80,7 @@ describe('the index queue', () => {
     // Fresh: no deletes and no look at stored vectors, the rows are only written.
     const fresh = await statements();
     expect(fresh.filter((k) => k.startsWith('sql: delete') || k === 'sql: vector sigs')).toEqual([]);
-    expect(fresh).toContain('sql: insert vcon_search');
+    expect(fresh).toContain('sql: copy vcon_search');
     expect(await count('vcon_vectors', v.uuid as string)).toBe(1);
     // Written again: the old rows go first (one row each, the new text's).
     await services.vcons.create({ ...v, subject: 'Puncture', dialog: [] }, internalCtx);
@@ -104,6 +104,29 @@ describe('the index queue', () => {
     const tsv = await tsvOf(v.uuid as string);
     expect(tsv).toContain('gutter');
     expect(tsv).not.toContain('stray');
+  });
+
+  test('a write failing while the round embeds rolls the whole round back: its vCons stay queued, the connection serves the next round', async () => {
+    const { services, indexer } = await indexing();
+    while ((await indexer.indexRound(100)) > 0);
+    const docs = Array.from({ length: 30 }, (_, i) => buildVcon({ subject: `Leaking tap ${i}`, turns: ['The kitchen tap drips all night.'] }));
+    await services.vcons.batch(docs, internalCtx);
+    // The ranking rows are written while the vectors are made: that COPY fails.
+    await t.sql.unsafe(`
+      create function refuse_ranking() returns trigger language plpgsql as $$ begin raise exception 'ranking refused'; end $$;
+      create trigger refuse_ranking before insert on vcon_search for each row execute function refuse_ranking()`);
+    try {
+      await expect(indexer.indexRound(100)).rejects.toThrow('ranking refused');
+    } finally {
+      await t.sql.unsafe(`drop trigger refuse_ranking on vcon_search; drop function refuse_ranking()`);
+    }
+    for (const d of docs) {
+      expect(await count('index_queue', d.uuid as string)).toBe(1);
+      for (const table of ['search_units', 'vcon_search', 'vcon_vectors']) expect(await count(table, d.uuid as string)).toBe(0);
+    }
+    expect(await indexer.indexRound(100)).toBe(docs.length);
+    for (const d of docs)
+      for (const table of ['search_units', 'vcon_search', 'vcon_vectors', 'vcon_codes']) expect(await count(table, d.uuid as string)).toBe(1);
   });
 
   test('a queue left by a stopped instance is indexed by the next one', async () => {

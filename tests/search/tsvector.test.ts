@@ -11,8 +11,9 @@ import { createServices } from '../../src/main.js';
 import { createSearch } from '../../src/search.js';
 import { createEmbeddingProvider } from '../../src/embeddings/index.js';
 import { internalCtx } from '../../src/services/context.js';
-import { createLexicon, plainTokens } from '../../src/domain/tsvector.js';
+import { createLexicon, joinTsvectors, plainTokens, tsvectorText, type Tsv } from '../../src/domain/tsvector.js';
 import { createSearchIndexRepo, unitRows } from '../../src/db/search-index-repo.js';
+import { copyBinary } from '../../src/db/copy-binary.js';
 import { classifyVcon, type JsonObject } from '../../src/domain/vcon.js';
 import { decodeBodies, extractUnits } from '../../src/domain/derive.js';
 import { generateVcon } from '../../scripts/bench/corpus.js';
@@ -136,12 +137,8 @@ describe('the tsvector made in the indexer', () => {
   });
   afterAll(() => t?.drop());
 
-  /** Texts the fast path takes whose tsvector differs from to_tsvector's (none expected), and how many it took. */
-  async function differences(texts: string[], weight: 'A' | 'B' | 'C' | 'D') {
-    const tokens = texts.map(plainTokens);
-    const lexicon = createLexicon();
-    const unknown = new Set<string>();
-    for (const tok of tokens) if (tok) lexicon.tsvector(tok, weight, unknown);
+  /** Teaches a lexicon the words it lacked, from the database's dictionary. */
+  async function teach(lexicon: ReturnType<typeof createLexicon>, unknown: Set<string>) {
     const words = [...unknown];
     const rows = await t.sql<{ l: string[] | null }[]>`
       select ts_lexize('english_stem', w) as l from unnest(${words}::text[]) with ordinality as x(w, n) order by n`;
@@ -149,13 +146,22 @@ describe('the tsvector made in the indexer', () => {
       words,
       rows.map((r) => r.l),
     );
+  }
+
+  /** Texts the fast path takes whose tsvector differs from to_tsvector's (none expected), and how many it took. */
+  async function differences(texts: string[], weight: 'A' | 'B' | 'C' | 'D') {
+    const tokens = texts.map(plainTokens);
+    const lexicon = createLexicon();
+    const unknown = new Set<string>();
+    for (const tok of tokens) if (tok) lexicon.tsvector(tok, weight, unknown);
+    await teach(lexicon, unknown);
     unknown.clear();
     const made = tokens.map((tok) => (tok ? lexicon.tsvector(tok, weight, unknown) : null));
     expect(unknown.size).toBe(0);
     const taken = made.flatMap((m, n) => (m === null ? [] : [n]));
     const diff = await t.sql<{ text: string; made: string; want: string }[]>`
       select x.t as text, x.m::tsvector::text as made, setweight(to_tsvector('english', left(x.t, 200000)), ${weight}::"char")::text as want
-      from unnest(${taken.map((n) => texts[n])}::text[], ${taken.map((n) => made[n]!)}::text[]) as x(t, m)
+      from unnest(${taken.map((n) => texts[n])}::text[], ${taken.map((n) => tsvectorText(made[n]!))}::text[]) as x(t, m)
       where x.m::tsvector is distinct from setweight(to_tsvector('english', left(x.t, 200000)), ${weight}::"char")`;
     return { diff, taken: taken.length };
   }
@@ -246,6 +252,50 @@ describe('the tsvector made in the indexer', () => {
     ]);
   });
 
+  test('four weights joined here and sent in binary by COPY: byte for byte ((A || B) || C) || D of to_tsvector', async () => {
+    const weights = ['A', 'B', 'C', 'D'] as const;
+    // Plain texts (some empty or all stop words), and lexemes repeated across weights past what || keeps.
+    const texts = [...fuzzTexts(4000, 7).filter((x) => plainTokens(x)), '', 'the a'];
+    const groups = Array.from({ length: 600 }, (_, i) => weights.map((_, k) => texts[(i * 7 + k * 13 + (i >> 3)) % texts.length]));
+    groups.push(['kettle '.repeat(60), 'agent', 'kettle '.repeat(200), 'tea'], ['kettle '.repeat(120), '', 'kettle '.repeat(140), 'tea']);
+    groups.push(['kettle '.repeat(100), 'tea', 'kettle '.repeat(100), 'tea kettle']);
+    const lexicon = createLexicon();
+    const unknown = new Set<string>();
+    for (const g of groups) g.forEach((x, k) => lexicon.tsvector(plainTokens(x)!, weights[k], unknown));
+    await teach(lexicon, unknown);
+    const joined = groups.map((g) => {
+      const parts = g.map((x, k) => lexicon.tsvector(plainTokens(x)!, weights[k], new Set()));
+      return parts.every((p) => p) ? joinTsvectors(parts as Tsv[]) : null;
+    });
+    // The capped ones are left to the database; most are joined here.
+    expect(joined.slice(-3, -1)).toEqual([null, null]);
+    expect(joined.at(-1)).not.toBeNull();
+    const taken = joined.flatMap((j, n) => (j ? [n] : []));
+    expect(taken.length).toBeGreaterThan(groups.length * 0.5);
+    await t.sql`create table joined_tsv (n int4, tsv tsvector)`;
+    await copyBinary(
+      t.sql,
+      'joined_tsv',
+      [
+        ['n', 'int4'],
+        ['tsv', 'tsvector'],
+      ],
+      taken.map((n) => [n, joined[n]!]),
+    );
+    const col = (k: number) => taken.map((n) => groups[n][k]);
+    // Both stored, so both have the header a stored short value gets.
+    await t.sql`
+      create table want_tsv as
+      select x.n, setweight(to_tsvector('english', x.a), 'A') || setweight(to_tsvector('english', x.b), 'B')
+          || setweight(to_tsvector('english', x.c), 'C') || setweight(to_tsvector('english', x.d), 'D') as tsv
+      from unnest(${taken}::int4[], ${col(0)}::text[], ${col(1)}::text[], ${col(2)}::text[], ${col(3)}::text[]) as x(n, a, b, c, d)`;
+    const diff = await t.sql<{ n: number }[]>`
+      select n from want_tsv w full join joined_tsv j using (n)
+      where tsvectorsend(j.tsv) is distinct from tsvectorsend(w.tsv) or pg_column_size(j.tsv) is distinct from pg_column_size(w.tsv)
+        or j.tsv is distinct from w.tsv`;
+    expect(diff).toEqual([]);
+  });
+
   test('random vCons: each weight a random text, made here or by to_tsvector, joined as || joins them', async () => {
     const { services, indexer } = await indexing();
     const texts = fuzzTexts(1600, 99);
@@ -326,8 +376,10 @@ describe('the tsvector made in the indexer', () => {
     // Over the positions bound (the database makes that one), and within it.
     expect(lexicon.tsvector(plainTokens('kettle '.repeat(250))!, 'D', new Set())).toBeNull();
     expect(lexicon.retained()).toBe(0);
-    expect(lexicon.tsvector(plainTokens('kettle '.repeat(150) + 'tea water')!, 'D', new Set())).toMatch(/^kettl:1,2,.*,150 tea:151 water:152$/);
-    expect(lexicon.tsvector(plainTokens('kettle tea tea')!, 'C', new Set())).toBe('kettl:1C tea:2C,3C');
+    expect(tsvectorText(lexicon.tsvector(plainTokens('kettle '.repeat(150) + 'tea water')!, 'D', new Set())!)).toMatch(
+      /^kettl:1,2,.*,150 tea:151 water:152$/,
+    );
+    expect(tsvectorText(lexicon.tsvector(plainTokens('kettle tea tea')!, 'C', new Set())!)).toBe('kettl:1C tea:2C,3C');
     expect(lexicon.retained()).toBe(0);
   });
 });
