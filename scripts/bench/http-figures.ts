@@ -1,6 +1,6 @@
 // Route-against-floor figures over HTTP: the real server and the floor server take the same
 // request stream, in alternating rounds, and each round yields req/s, p50 and p95.
-import { runAutocannon, type LoadRound, type LoadSpec } from './load.js';
+import { indexDrained, runAutocannon, type LoadRound, type LoadSpec } from './load.js';
 import { makeFigure, type Figure, type Goal } from './stats.js';
 
 export interface RouteCase {
@@ -16,6 +16,8 @@ export interface RouteCase {
   /** Goal on the req/s ratio. */
   goal?: Goal;
   note?: string;
+  /** Writes: each server round ends when the server has indexed them (their indexing CPU counts). */
+  settleIndex?: boolean;
 }
 
 export interface Targets {
@@ -40,6 +42,7 @@ export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> 
     seconds: Math.max(t.seconds, c.minSeconds ?? 0),
     path: c.path,
     body: c.body,
+    settle: c.settleIndex && url === t.serverApi ? () => indexDrained(url) : undefined,
   });
   // One short unmeasured round each: JIT, plan and connection warm-up.
   await runAutocannon({ ...spec(t.serverApi), seconds: 0.5 });
@@ -56,7 +59,7 @@ export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> 
     const f = floor[r];
     t.log(
       `  ${c.id} round ${r + 1}/${t.rounds}: server ${s.rps.toFixed(0)} req/s p50 ${s.p50.toFixed(1)} p95 ${s.p95.toFixed(1)} ms` +
-        `, ${s.cpuUs.toFixed(0)} µs CPU/req${s.errors ? ` (${s.errors} errors: ${JSON.stringify(s.statuses)})` : ''}; floor ${f.rps.toFixed(0)} req/s p50 ${f.p50.toFixed(1)} p95 ${f.p95.toFixed(1)} ms, ${f.cpuUs.toFixed(0)} µs CPU/req`,
+        `, ${s.cpuUs.toFixed(0)} µs CPU/req (threads: main ${s.threadsUs.main.toFixed(0)}, busiest other ${s.threadsUs.busiest.toFixed(0)}, rest ${s.threadsUs.rest.toFixed(0)})${s.errors ? ` (${s.errors} errors: ${JSON.stringify(s.statuses)})` : ''}; floor ${f.rps.toFixed(0)} req/s p50 ${f.p50.toFixed(1)} p95 ${f.p95.toFixed(1)} ms, ${f.cpuUs.toFixed(0)} µs CPU/req`,
     );
   }
   const errors = server.reduce((n, r) => n + r.errors, 0);

@@ -1,7 +1,7 @@
 // Child processes of the bench: real vcon-server instances and the floor server, started with an
 // IPC readiness handshake, their stderr kept in a file of the run directory, stopped by pid.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { packageRoot } from '../../src/paths.js';
@@ -38,8 +38,27 @@ export function readRssMb(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): numb
 
 /** CPU time (user + system) a process has used so far, in ms, from /proc; NaN when it is gone. */
 export function readCpuMs(pid: number): number {
+  return readStatCpuMs(`/proc/${pid}/stat`);
+}
+
+/** CPU time (ms) of each thread of a process so far, by tid, from /proc/<pid>/task/<tid>/stat. */
+export function readThreadCpuMs(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const ms = readStatCpuMs(`/proc/${pid}/task/${tid}/stat`);
+      // NaN: the thread ended between the listing and the read.
+      if (!Number.isNaN(ms)) out.set(Number(tid), ms);
+    }
+  } catch {
+    // the process is gone
+  }
+  return out;
+}
+
+function readStatCpuMs(file: string): number {
+  try {
+    const stat = readFileSync(file, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // utime and stime are fields 14 and 15 of stat(5); here counted from field 3 (state).
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;

@@ -506,6 +506,7 @@ async function main(): Promise<void> {
                 return `${a}${randomUUID()}${b}`;
               },
               path: () => '/vcons',
+              settleIndex: true,
             },
             { ...targets, serverApi: mainApi, serverPid: main.pid },
           )),
