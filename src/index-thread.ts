@@ -4,35 +4,52 @@
 // its own provider; the request thread starts it when there is work, wakes it after each
 // acknowledged write, and retires it once it has been idle a while (issue 15: an idle group keeps
 // neither the thread's memory nor its connection).
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createSql, type SqlOptions } from './db/client.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import { createLogger } from './logger.js';
 import type { Config } from './config.js';
-import { createIndexing } from './search.js';
+import { createIndexing, INDEX_THREAD_NICE } from './search.js';
 
 export interface IndexThreadData {
   sql: SqlOptions;
   config: Config;
+  /**
+   * Two Int32 cells shared with the request thread: [0] counts its wakes (one per acknowledged
+   * write), [1] is 1 while this thread waits idle, the only time a wake is also sent as a message.
+   * A stream of writes thus costs no message per write on either thread.
+   */
+  wakes: SharedArrayBuffer;
 }
 
 /** Messages from the request thread. */
 export type IndexThreadMessage = 'wake' | 'stop';
 /**
- * Messages to the request thread: the thread indexes now; a round found nothing to do after
- * `wakes` wakes (the request thread retires it only if it sent no wake since); it has stopped.
+ * Messages to the request thread: the thread indexes now; a round found nothing to do and had
+ * seen `wakes` wakes (the request thread retires it only if it counted no wake since); it has stopped.
  */
 export type IndexThreadReport = { type: 'ready' } | { type: 'idle'; wakes: number } | { type: 'stopped' };
 
 const data = workerData as IndexThreadData;
 const log = createLogger(data.config).child({ component: 'indexer' });
+// Linux: setpriority of "this process" (0) sets the calling thread's nice only. Elsewhere it would
+// renice the whole process, so the thread keeps the process's priority there.
+if (process.platform === 'linux') {
+  try {
+    setPriority(0, INDEX_THREAD_NICE);
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'could not lower the index thread priority');
+  }
+}
 const sql = createSql(data.sql);
-let wakes = 0;
+const wakes = new Int32Array(data.wakes);
 const { worker } = createIndexing({
   sql,
   provider: createEmbeddingProvider(data.config, log),
   log,
-  onIdle: () => parentPort!.postMessage({ type: 'idle', wakes } satisfies IndexThreadReport),
+  wakes: { count: () => Atomics.load(wakes, 0), listen: (on) => void Atomics.store(wakes, 1, on ? 1 : 0) },
+  onIdle: (seen) => parentPort!.postMessage({ type: 'idle', wakes: seen } satisfies IndexThreadReport),
   onStuck: () => {
     log.warn({}, 'an indexing round is stuck (a dead connection?): the index thread restarts with a fresh pool');
     process.exit(1);
@@ -41,10 +58,8 @@ const { worker } = createIndexing({
 worker.start();
 parentPort!.postMessage({ type: 'ready' } satisfies IndexThreadReport);
 parentPort!.on('message', (m: IndexThreadMessage) => {
-  if (m === 'wake') {
-    wakes++;
-    worker.wake();
-  } else if (m === 'stop')
+  if (m === 'wake') worker.wake();
+  else if (m === 'stop')
     void (async () => {
       await worker.stop();
       await sql.end({ timeout: 5 }).catch(() => undefined);

@@ -9,7 +9,7 @@ import type { EmbeddingProvider } from './embeddings/types.js';
 import type { Plugin } from './plugins/hooks.js';
 import { createSearchIndexer, type IndexRepos, type IndexTransact } from './services/search-indexer.js';
 import { createSearchService, type SearchService } from './services/search-service.js';
-import { createIndexWorker } from './services/index-worker.js';
+import { createIndexWorker, type WakeCounter } from './services/index-worker.js';
 import type { IndexThreadData, IndexThreadMessage, IndexThreadReport } from './index-thread.js';
 import { Worker } from 'node:worker_threads';
 
@@ -34,6 +34,12 @@ export const SEARCH_CATCH_UP_MS = 2000;
 /** How long a write with wait_for=search waits for its own indexing. */
 export const WAIT_FOR_SEARCH_MS = 30_000;
 
+/**
+ * The index thread's nice value (Linux): acknowledged writes and reads get the CPU first, indexing
+ * takes what is left (its lag bound is a second, a request's is its latency).
+ */
+export const INDEX_THREAD_NICE = 10;
+
 /** What the write path needs from search: a wake-up for the worker and the wait of wait_for=search. */
 export interface IndexNotifier {
   written(uuids: string[]): void;
@@ -42,7 +48,14 @@ export interface IndexNotifier {
 }
 
 /** The indexer and its background worker over one pool (the request thread's, or the index thread's own). */
-export function createIndexing(deps: { sql: Sql; provider: EmbeddingProvider; log: SearchLog; onIdle?: () => void; onStuck?: () => void }) {
+export function createIndexing(deps: {
+  sql: Sql;
+  provider: EmbeddingProvider;
+  log: SearchLog;
+  onIdle?: (wakes: number) => void;
+  onStuck?: () => void;
+  wakes?: WakeCounter;
+}) {
   const { sql, provider, log } = deps;
   const queue = createIndexQueueRepo(sql);
   const indexer = createSearchIndexer({ provider, transact: indexTransactor(sql), queue, log });
@@ -53,6 +66,7 @@ export function createIndexing(deps: { sql: Sql; provider: EmbeddingProvider; lo
     batch: provider.inline ? 100 : 32,
     onIdle: deps.onIdle,
     onStuck: deps.onStuck,
+    wakes: deps.wakes,
     stuckMs: provider.inline ? 20_000 : 120_000,
   });
   return { queue, indexer, worker };
@@ -64,7 +78,7 @@ export function createIndexing(deps: { sql: Sql; provider: EmbeddingProvider; lo
  * start() when the queue holds rows (a crash's leftovers), by a write's or a search's wake, or by
  * kick() when /health saw queued rows; retired after INDEX_THREAD_IDLE_S without work.
  */
-function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => Promise<boolean>) {
+function threadWorker(settings: Omit<IndexThreadData, 'wakes'>, log: SearchLog, hasPending: () => Promise<boolean>) {
   // From the build: the compiled entry; from the sources (tests, tsx): the .ts one through tsx.
   const fromSource = import.meta.url.endsWith('.ts');
   const entry = new URL(`./index-thread.${fromSource ? 'ts' : 'js'}`, import.meta.url);
@@ -75,14 +89,16 @@ function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => P
   let started = false;
   let stopped = false;
   let failed = false;
-  // Wakes sent to the current thread: an idle report counts only if it saw them all (a report
-  // crossing a wake on its way must not retire a thread that has work).
-  let wakesSent = 0;
+  // Wakes counted for the current thread (IndexThreadData.wakes): an idle report counts only if it
+  // saw them all (a report crossing a wake on its way must not retire a thread that has work).
+  let wakes = new Int32Array(new SharedArrayBuffer(8));
   let idleSince: number | undefined;
   let reaper: NodeJS.Timeout | undefined;
-  const idleMs = data.config.db.indexThreadIdleS * 1000;
+  const idleMs = settings.config.db.indexThreadIdleS * 1000;
 
   const spawn = () => {
+    wakes = new Int32Array(new SharedArrayBuffer(8));
+    const data: IndexThreadData = { ...settings, wakes: wakes.buffer as SharedArrayBuffer };
     const t = fromSource
       ? // Node 20 does not apply --import loaders to a worker's entry: register tsx, then load it.
         new Worker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`, {
@@ -92,10 +108,10 @@ function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => P
       : new Worker(entry, { workerData: data });
     t.unref();
     idleSince = undefined;
-    wakesSent = 0;
+    const counted = wakes;
     t.on('message', (m: IndexThreadReport) => {
       if (m.type === 'ready') ready = t;
-      if (m.type === 'idle' && t === thread && m.wakes === wakesSent) idleSince ??= Date.now();
+      if (m.type === 'idle' && t === thread && m.wakes === Atomics.load(counted, 0)) idleSince ??= Date.now();
     });
     t.on('error', (err) => {
       // Searches and wait_for then index what they need themselves (active() is false).
@@ -182,8 +198,9 @@ function threadWorker(data: IndexThreadData, log: SearchLog, hasPending: () => P
       if (!started || stopped || failed) return;
       if (!thread) return spawn();
       idleSince = undefined;
-      wakesSent++;
-      thread.postMessage('wake' satisfies IndexThreadMessage);
+      Atomics.add(wakes, 0, 1);
+      // A busy thread looks at the queue again anyway: only an idle one needs telling.
+      if (Atomics.exchange(wakes, 1, 0) === 1) thread.postMessage('wake' satisfies IndexThreadMessage);
     },
     async stop() {
       stopped = true;
@@ -201,7 +218,7 @@ export function createSearch(deps: {
   plugins: readonly Plugin[];
   log: SearchLog;
   /** Index on a thread of its own with these settings (a server process); else on this thread. */
-  thread?: IndexThreadData;
+  thread?: Omit<IndexThreadData, 'wakes'>;
 }) {
   const { sql, provider, plugins, log } = deps;
   const { queue, indexer, worker: local } = createIndexing({ sql, provider, log });

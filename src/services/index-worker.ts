@@ -7,6 +7,16 @@ interface WorkerLog {
   warn(obj: object, msg: string): void;
 }
 
+/**
+ * Wakes counted by another thread (the index thread's request thread) instead of sent one by one:
+ * the worker reads the count when a round ends (a wake during the round means more to gather),
+ * and says when it waits idle (`listen(true)`): only then does a wake need a message.
+ */
+export interface WakeCounter {
+  count(): number;
+  listen(on: boolean): void;
+}
+
 /** How long a round waits for more writes after one that emptied the queue (ms). */
 export const COALESCE_MS = 20;
 
@@ -23,8 +33,12 @@ export function createIndexWorker(deps: {
    * quiet spell is indexed at once.
    */
   coalesceMs?: number;
-  /** Called after a round that found nothing to index (the index thread reports it, to be retired when idle). */
-  onIdle?: () => void;
+  /**
+   * Called after a round that found nothing to index and saw no wake (the index thread reports it,
+   * to be retired when idle), with the wake count the round saw.
+   */
+  onIdle?: (wakes: number) => void;
+  wakes?: WakeCounter;
   /**
    * Called when a round has not settled after `stuckMs`: a query on a connection that died under it
    * (seen across PostgreSQL restarts) can stay pending for good. The index thread then ends itself
@@ -54,7 +68,9 @@ export function createIndexWorker(deps: {
   const loop = async () => {
     timer = undefined;
     if (stopped || running) return;
+    deps.wakes?.listen(false);
     woken = false;
+    const seen = deps.wakes?.count() ?? 0;
     let n = 0;
     try {
       running = indexer.indexRound(batch);
@@ -72,11 +88,20 @@ export function createIndexWorker(deps: {
     } finally {
       running = undefined;
     }
-    if (n === 0 && !woken) deps.onIdle?.();
+    if (deps.wakes && deps.wakes.count() !== seen) woken = true;
+    if (n === 0 && !woken) deps.onIdle?.(seen);
     if (stopped) return;
     if (n >= batch) schedule(0);
     else if (n > 0 || woken) schedule(coalesceMs, true);
-    else schedule(idleMs);
+    else {
+      schedule(idleMs);
+      // From here on a wake comes as a message; one counted before that is the first after a quiet spell.
+      deps.wakes?.listen(true);
+      if (deps.wakes && deps.wakes.count() !== seen) {
+        deps.wakes.listen(false);
+        schedule(0);
+      }
+    }
   };
 
   return {

@@ -2,7 +2,9 @@
 // part of DB_POOL_MAX, and it exists only while there is work, so an idle group holds no
 // connection and no thread (never started when idle, retired after INDEX_THREAD_IDLE_S), while
 // rows a crash left queued are still indexed at the next start without a request.
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INDEX_THREAD_NICE } from '../../src/search.js';
 import { applicationNameOf } from '../../src/db/server-limits.js';
 import { adminSql, testSchemaName } from '../helpers/db.js';
 import { waitFor } from '../helpers/poll.js';
@@ -76,7 +78,41 @@ describe('the index thread', () => {
     // And it goes again.
     await retired(' again');
   });
+
+  it.runIf(process.platform === 'linux')('runs at a lower CPU priority than the request thread (nice 10, that thread only)', async () => {
+    await retired(' before the write');
+    expect(nicedThreads()).toEqual([]);
+    const w = await s.api('/vcons', { method: 'POST', json: { vcon: '0.3.0', subject: 'priority probe', parties: [{ name: 'N' }] } });
+    expect(w.status).toBe(201);
+    await waitFor(async () => nicedThreads().length > 0, 20_000, 50, 'the index thread to lower its priority');
+    // One thread of this process is reniced (the index thread), not the process: the thread that
+    // serves requests (this test's, tid = pid) keeps its priority.
+    expect(nicedThreads()).toEqual([INDEX_THREAD_NICE]);
+    expect(niceOf(process.pid)).toBe(0);
+    await retired(' after the write');
+    expect(nicedThreads()).toEqual([]);
+  });
 });
+
+/** A thread's nice value: field 19 of /proc/<pid>/task/<tid>/stat (counted after the command name). */
+function niceOf(tid: number): number {
+  const stat = readFileSync(`/proc/${process.pid}/task/${tid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+}
+
+/** The nice values of this process's threads that are not at nice 0. */
+function nicedThreads(): number[] {
+  const out: number[] = [];
+  for (const tid of readdirSync(`/proc/${process.pid}/task`)) {
+    try {
+      const nice = niceOf(Number(tid));
+      if (nice !== 0) out.push(nice);
+    } catch {
+      // the thread ended while we looked
+    }
+  }
+  return out;
+}
 
 describe('an idle group', () => {
   const admin = adminSql();

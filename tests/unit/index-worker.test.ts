@@ -7,24 +7,32 @@ import type { SearchIndexer } from '../../src/services/search-indexer.js';
 
 const ROUND_MS = 5;
 
-function setup(coalesceMs?: number) {
-  let queued = 0;
-  const rounds: { at: number; n: number }[] = [];
+/** The queue counter and its rounds; `afterRound` runs once as the next round ends (a write landing during it). */
+function fakeIndexer() {
+  const q = { queued: 0, rounds: [] as { at: number; n: number }[], afterRound: undefined as (() => void) | undefined };
   const indexer = {
     indexRound: async (batch: number) => {
-      const n = Math.min(queued, batch);
-      queued -= n;
+      const n = Math.min(q.queued, batch);
+      q.queued -= n;
       await new Promise((r) => setTimeout(r, ROUND_MS));
-      if (n > 0) rounds.push({ at: Date.now(), n });
+      if (n > 0) q.rounds.push({ at: Date.now(), n });
+      const hook = q.afterRound;
+      q.afterRound = undefined;
+      hook?.();
       return n;
     },
   } as unknown as SearchIndexer;
+  return { q, indexer };
+}
+
+function setup(coalesceMs?: number) {
+  const { q, indexer } = fakeIndexer();
   const worker = createIndexWorker({ indexer, log: { warn() {} }, batch: 100, idleMs: 250, coalesceMs });
   return {
     worker,
-    rounds,
-    queue: (n: number) => (queued += n),
-    queued: () => queued,
+    rounds: q.rounds,
+    queue: (n: number) => (q.queued += n),
+    queued: () => q.queued,
   };
 }
 
@@ -88,6 +96,123 @@ describe('index worker scheduling', () => {
     // Each round starts as the one before ends (a zero timeout is up to 1 ms), without the 20 ms wait.
     expect(t.rounds[0].at).toBeLessThanOrEqual(ROUND_MS + 1);
     for (let k = 1; k < 3; k++) expect(t.rounds[k].at - t.rounds[k - 1].at).toBeLessThanOrEqual(ROUND_MS + 1);
+    await t.worker.stop();
+  });
+});
+
+/**
+ * The index thread's wakes: the request thread counts each write in shared memory and sends a
+ * message only while the worker listens (waits idle), as src/search.ts does.
+ */
+function counted(coalesceMs = 20) {
+  const { q, indexer } = fakeIndexer();
+  let count = 0;
+  let listening = false;
+  let messages = 0;
+  const idle: number[] = [];
+  // Runs once as the worker starts to listen (a write landing just before).
+  let beforeListen: (() => void) | undefined;
+  const worker = createIndexWorker({
+    indexer,
+    log: { warn() {} },
+    batch: 100,
+    idleMs: 250,
+    coalesceMs,
+    onIdle: (seen) => idle.push(seen),
+    wakes: {
+      count: () => count,
+      listen: (on) => {
+        const hook = on ? beforeListen : undefined;
+        if (on) beforeListen = undefined;
+        hook?.();
+        listening = on;
+      },
+    },
+  });
+  const write = () => {
+    q.queued++;
+    count++;
+    if (listening) {
+      listening = false;
+      messages++;
+      worker.wake();
+    }
+  };
+  return {
+    worker,
+    rounds: q.rounds,
+    idle,
+    write,
+    queued: () => q.queued,
+    messages: () => messages,
+    duringRound: (fn: () => void) => (q.afterRound = fn),
+    beforeListen: (fn: () => void) => (beforeListen = fn),
+  };
+}
+
+describe('index worker with counted wakes (the index thread)', () => {
+  beforeEach(() => vi.useFakeTimers({ now: 0 }));
+  afterEach(() => vi.useRealTimers());
+
+  it('indexes a stream of writes in gathered rounds with one message for the whole stream', async () => {
+    const t = counted();
+    t.worker.start();
+    await vi.advanceTimersByTimeAsync(300);
+    for (let i = 0; i < 200; i++) {
+      t.write();
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    await vi.advanceTimersByTimeAsync(20 + 2 * ROUND_MS);
+    expect(t.queued()).toBe(0);
+    expect(t.rounds.reduce((s, r) => s + r.n, 0)).toBe(200);
+    expect(t.rounds.length).toBeLessThanOrEqual(10);
+    // Only the first write found the worker idle; the others were counted while it ran or gathered.
+    expect(t.messages()).toBe(1);
+    await t.worker.stop();
+  });
+
+  it('indexes the first write after a quiet spell at once, and again after the next quiet spell', async () => {
+    const t = counted();
+    t.worker.start();
+    await vi.advanceTimersByTimeAsync(300);
+    for (const at of [Date.now(), Date.now() + 1_000]) {
+      await vi.advanceTimersByTimeAsync(at - Date.now());
+      t.write();
+      await vi.advanceTimersByTimeAsync(ROUND_MS);
+      expect(t.rounds[t.rounds.length - 1]).toEqual({ at: at + ROUND_MS, n: 1 });
+    }
+    expect(t.messages()).toBe(2);
+    await t.worker.stop();
+  });
+
+  it('does not lose a write counted as an empty round ends, before the worker listens', async () => {
+    const t = counted();
+    t.worker.start();
+    await vi.advanceTimersByTimeAsync(ROUND_MS + 1); // the first (empty) round: the worker now waits idle
+    // The next empty round (the idle poll) ends, and a write is counted just before the worker says
+    // it listens: no message is sent for it, and it is still indexed at once (not at the next poll).
+    t.beforeListen(() => t.write());
+    await vi.advanceTimersByTimeAsync(250 + ROUND_MS);
+    const at = Date.now();
+    await vi.advanceTimersByTimeAsync(ROUND_MS + 1);
+    expect(t.messages()).toBe(0);
+    expect(t.queued()).toBe(0);
+    expect(t.rounds).toHaveLength(1);
+    expect(t.rounds[0].at - at).toBeLessThanOrEqual(ROUND_MS + 1);
+    await t.worker.stop();
+  });
+
+  it('reports idle with the wake count it saw, and not after a round during which a write came', async () => {
+    const t = counted();
+    t.worker.start();
+    await vi.advanceTimersByTimeAsync(ROUND_MS + 1);
+    expect(t.idle).toEqual([0]);
+    t.duringRound(() => t.write());
+    await vi.advanceTimersByTimeAsync(250 + ROUND_MS); // the poll's round: empty, but a write came during it
+    expect(t.idle).toEqual([0]);
+    await vi.advanceTimersByTimeAsync(2 * (20 + ROUND_MS) + 2); // the gathered round, then one that finds nothing
+    expect(t.rounds.map((r) => r.n)).toEqual([1]);
+    expect(t.idle).toEqual([0, 1]);
     await t.worker.stop();
   });
 });
