@@ -87,6 +87,7 @@ export function createVconService(deps: VconServiceDeps) {
   const { repo, transact, plugins } = deps;
   const now = deps.now ?? (() => new Date());
   const hasReadHooks = plugins.some((p) => p.hooks?.beforeRead || p.hooks?.afterRead);
+  const hasCreateHooks = plugins.some((p) => p.hooks?.beforeCreate);
 
   /** After a write committed: the indexer starts on it now; wait_for=search waits for it (bounded). */
   async function written(uuids: string[], opts: WriteOptions | undefined): Promise<void> {
@@ -165,53 +166,64 @@ export function createVconService(deps: VconServiceDeps) {
     async batch(input: unknown, ctx: RequestCtx, opts?: WriteOptions): Promise<BatchResult> {
       const items = parseBatch(input);
       const results: BatchItem[] = [];
-      const ready: { index: number; c: ClassifiedVcon; uuid: string }[] = [];
       const seen = new Map<string, number>();
-      for (let index = 0; index < items.length; index++) {
-        try {
-          const c = await prepareCreate(items[index], ctx);
-          const uuid = c.uuid ?? randomUUID();
-          const dup = seen.get(uuid);
-          if (dup !== undefined) {
-            throw new AppError(400, DUPLICATE_IN_BATCH, `uuid ${uuid} appears twice in this batch (first at item ${dup})`, [
-              { path: 'uuid', message: `already at item ${dup} of this batch` },
-            ]);
+      const stamp = now();
+      const at = stamp.toISOString();
+      type Ready = { index: number; c: ClassifiedVcon; uuid: string };
+      let next = 0;
+      /** Validates items from the next one on until `count` more are ready to store, or none is left. */
+      const prepareNext = async (count: number): Promise<Ready[]> => {
+        const out: Ready[] = [];
+        for (; next < items.length && out.length < count; next++) {
+          const index = next;
+          try {
+            const c = await prepareCreate(items[index], ctx);
+            const uuid = c.uuid ?? randomUUID();
+            const dup = seen.get(uuid);
+            if (dup !== undefined) {
+              throw new AppError(400, DUPLICATE_IN_BATCH, `uuid ${uuid} appears twice in this batch (first at item ${dup})`, [
+                { path: 'uuid', message: `already at item ${dup} of this batch` },
+              ]);
+            }
+            seen.set(uuid, index);
+            out.push({ index, c, uuid });
+            results[index] = { index, uuid, status: 201 };
+          } catch (err) {
+            if (!(err instanceof AppError)) throw err;
+            const item = items[index];
+            const uuid = isObject(item) && typeof item.uuid === 'string' ? item.uuid : null;
+            results[index] = { index, uuid, status: 400, error: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
           }
-          seen.set(uuid, index);
-          ready.push({ index, c, uuid });
-          results[index] = { index, uuid, status: 201 };
-        } catch (err) {
-          if (!(err instanceof AppError)) throw err;
-          const item = items[index];
-          const uuid = isObject(item) && typeof item.uuid === 'string' ? item.uuid : null;
-          results[index] = { index, uuid, status: 400, error: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
         }
-      }
-      if (ready.length > 0) {
-        const stamp = now();
-        const at = stamp.toISOString();
-        const storedOf = (r: (typeof ready)[number], replacing: boolean) =>
-          toStored(
-            { ...r.c, doc: r.c.kind === 'plain' ? withServiceFields(r.c.doc, r.uuid, at, replacing ? at : undefined) : r.c.doc },
-            r.uuid,
-            stamp,
-          );
+        return out;
+      };
+      const storedOf = (r: Ready, replacing: boolean) =>
+        toStored({ ...r.c, doc: r.c.kind === 'plain' ? withServiceFields(r.c.doc, r.uuid, at, replacing ? at : undefined) : r.c.doc }, r.uuid, stamp);
+      // Without beforeCreate hooks, items after the first chunk are validated while PostgreSQL
+      // inserts the chunks before them; a hook (which may wait on anything) runs before the
+      // transaction takes a connection.
+      const pending = await prepareNext(hasCreateHooks ? items.length : INSERT_CHUNK);
+      const takeChunk = () => (pending.length > 0 ? pending.splice(0, INSERT_CHUNK) : prepareNext(INSERT_CHUNK));
+      if (pending.length > 0) {
+        const ready: Ready[] = [];
         const docs = await transact(async (tx) => {
           // New uuids (the common case): documents, derived rows and queue rows, one statement per
-          // chunk, each sent before the next is built (postgres.js pipelines them on the
-          // transaction's connection), so PostgreSQL inserts a chunk while this process derives and
-          // serialises the next. Those that exist already are replaced after them.
+          // chunk of items, each sent before the next chunk is validated and built (postgres.js
+          // pipelines them on the transaction's connection), so PostgreSQL inserts a chunk while
+          // this process prepares the next. Those that exist already are replaced after them.
           const fresh: StoredVcon[] = [];
           const sent: Promise<Set<string>>[] = [];
-          for (let i = 0; i < ready.length; i += INSERT_CHUNK) {
-            const chunk = ready.slice(i, i + INSERT_CHUNK).map((r) => storedOf(r, false));
-            fresh.push(...chunk);
-            const insert = tx.insertNew(chunk);
+          for (let chunk = await takeChunk(); chunk.length > 0; chunk = await takeChunk()) {
+            ready.push(...chunk);
+            const stored = chunk.map((r) => storedOf(r, false));
+            fresh.push(...stored);
+            const insert = tx.insertNew(stored);
             // Awaited below; a failure fails the transaction. Handled now so that it is not reported
-            // unhandled while the next chunk is built.
+            // unhandled while the next chunk is prepared.
             insert.catch(() => undefined);
             sent.push(insert);
-            if (i + INSERT_CHUNK < ready.length) await new Promise((r) => setImmediate(r));
+            // The driver writes the statement on a later tick: let it, before preparing the next.
+            if (pending.length > 0 || next < items.length) await new Promise((r) => setImmediate(r));
           }
           const inserted = new Set((await Promise.all(sent)).flatMap((s) => [...s]));
           const rest = ready.filter((r) => !inserted.has(r.uuid));

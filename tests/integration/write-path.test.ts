@@ -11,6 +11,7 @@ import { createSql } from '../../src/db/client.js';
 import { internalCtx } from '../../src/services/context.js';
 import { deriveRows, MAX_LABEL_CHARS } from '../../src/domain/derive.js';
 import { arrayLiteral } from '../../src/db/vcon-repo.js';
+import type { JsonObject } from '../../src/domain/vcon.js';
 import { loadMigrations, migrate } from '../../src/db/migrate.js';
 import { adminSql, createTestSchema, databaseUrl, testSchemaName, type TestSchema } from '../helpers/db.js';
 
@@ -160,6 +161,32 @@ describe('a batch written in chunks (statements pipelined on the transaction)', 
     expect(await countOf('vcon_analyses', stored)).toBe(98);
     expect(await countOf('vcon_tags', stored)).toBe(98);
     expect(JSON.parse((await services.vcons.getText(existing[1].uuid)) as string).subject).toBe('replaced');
+  });
+
+  it('runs beforeCreate hooks before its transaction takes a connection (a hook may wait on anything, the pool too)', async () => {
+    const one = createSql({ url: databaseUrl(), schema: t.schema, max: 1 });
+    const seen: string[] = [];
+    const plugin = {
+      name: 'pool-reader',
+      version: '1',
+      hooks: {
+        // With the only connection held by the batch's transaction, this query would never run.
+        async beforeCreate(vcon: JsonObject) {
+          await one`select 1`;
+          seen.push(vcon.uuid as string);
+        },
+      },
+    };
+    const svc = createServices(one, parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: t.schema, LOG_LEVEL: 'silent' }), [plugin]);
+    try {
+      await svc.stop();
+      const items = Array.from({ length: 70 }, () => doc());
+      expect((await svc.vcons.batch(items, internalCtx)).created).toBe(70);
+      expect(seen).toEqual(items.map((d) => d.uuid));
+    } finally {
+      await svc.stop();
+      await one.end();
+    }
   });
 
   it('is atomic: a statement failing in a later chunk leaves nothing of the earlier chunks, and the pool goes on', async () => {
