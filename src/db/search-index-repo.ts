@@ -8,7 +8,7 @@ import { signCodeBytes, vectorToBytes } from '../embeddings/code.js';
 import { copyBinary, type CopyValue } from './copy-binary.js';
 import type { VectorSpace } from './search-repo.js';
 import { stage, stageSync } from '../stages.js';
-import { createLexicon, joinTsvectors, parseTsvector, plainTokens, tsvectorText, type Lexicon, type Tsv } from '../domain/tsvector.js';
+import { createLexicon, joinTsvectors, parseTsvector, tsvectorText, type Lexicon, type Tsv } from '../domain/tsvector.js';
 
 /**
  * The per-vCon ranking tsvector is one weight per source (subject A, party B, analysis C, dialog and
@@ -185,32 +185,31 @@ export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon)
       const rows = items.filter((i) => i.units.length > 0);
       if (rows.length === 0) return;
       const texts = rows.map((r) => weightTexts(r.units));
-      const tokens = stageSync('tsvector: tokens', () => texts.map((t) => t.map(plainTokens)));
-      // The texts the database makes, asked for now: it works on them while this thread makes the rest.
-      const theirs = tokens.flatMap((t, n) => t.flatMap((tok, k) => (tok ? [] : [[n, k]])));
+      const unknown = new Set<string>();
+      const tsvs = stageSync('tsvector: make', () => texts.map((t) => t.map((x, k) => lexicon.tsvector(x, WEIGHTS[k], unknown))));
+      // The texts the database makes (not plain, or refused here), asked for now: it works on them
+      // while this thread learns new words and makes their texts.
+      const theirs = tsvs.flatMap((t, n) => t.flatMap((x, k) => (x === null ? [[n, k]] : [])));
       const made = madeByDatabase(
         theirs.map(([n, k]) => texts[n][k]),
         theirs.map(([, k]) => WEIGHTS[k]),
       );
       made.catch(() => undefined);
-      // postgres.js sends a query from a later tick: one turn of the loop puts it on the wire.
-      if (theirs.length > 0) await new Promise((resolve) => setImmediate(resolve));
-      const unknown = new Set<string>();
-      const make = () => tokens.map((t) => t.map((tok, k) => (tok ? lexicon.tsvector(tok, WEIGHTS[k], unknown) : null)));
-      const tsvs: (Tsv | null | undefined)[][] = stageSync('tsvector: make', make);
+      let late: number[][] = [];
       // Words seen for the first time in this process: learnt, then the texts that had them are made.
       if (unknown.size > 0) {
         await learnWords(db, lexicon, [...unknown]);
         // Only those texts again. One still lacking a word (the lexicon started afresh at its bound
         // meanwhile) goes to the database too: undefined must never reach a row.
         const still = new Set<string>();
-        tokens.forEach((t, n) =>
-          t.forEach((tok, k) => {
-            if (tsvs[n][k] === undefined) tsvs[n][k] = lexicon.tsvector(tok!, WEIGHTS[k], still) ?? null;
+        late = tsvs.flatMap((t, n) =>
+          t.flatMap((x, k) => {
+            if (x !== undefined) return [];
+            t[k] = lexicon.tsvector(texts[n][k], WEIGHTS[k], still) ?? null;
+            return t[k] === null ? [[n, k]] : [];
           }),
         );
       }
-      const late = tokens.flatMap((t, n) => t.flatMap((tok, k) => (tok && tsvs[n][k] === null ? [[n, k]] : [])));
       const [early, more] = await Promise.all([
         stage('sql: to_tsvector', () => made),
         madeByDatabase(

@@ -39,14 +39,14 @@ const classOf = (text: string, i: number) => {
 };
 
 /**
- * The tokens of a text in the order the default parser gives them, one position each: words,
- * numbers, and for a hyphenated word the whole word then its parts. Null when the text holds
- * anything else.
+ * Calls `visit` with the start and end of each token of a text in the order the default parser
+ * gives them, one position each: words, numbers, and for a hyphenated word the whole word then its
+ * parts. False when the text holds anything else (the scan stops there) or `visit` returned false.
  */
-export function plainTokens(text: string): string[] | null {
+export function scanPlain(text: string, visit: (start: number, end: number) => boolean | void): boolean {
   const n = text.length;
-  if (n > MAX_TEXT_CHARS) return null;
-  const out: string[] = [];
+  if (n > MAX_TEXT_CHARS) return false;
+  let count = 0;
   let i = 0;
   while (i < n) {
     const k = classOf(text, i);
@@ -54,23 +54,29 @@ export function plainTokens(text: string): string[] | null {
       let j = i + 1;
       while (j < n && classOf(text, j) === k) j++;
       // Letters next to digits (a numword, a float, a version): not here.
-      if (j < n && classOf(text, j) === (k === LETTER ? DIGIT : LETTER)) return null;
+      if (j < n && classOf(text, j) === (k === LETTER ? DIGIT : LETTER)) return false;
       if (k === DIGIT) {
-        out.push(text.slice(i, j));
+        if (j - i > MAX_TOKEN_CHARS || ++count > MAX_TOKENS || visit(i, j) === false) return false;
       } else {
         // A hyphenated word: letters, then '-' and letters, again and again.
-        const parts = [text.slice(i, j)];
+        const first = j;
+        let parts: number[] | undefined;
         while (j + 1 < n && text.charCodeAt(j) === 45 && classOf(text, j + 1) === LETTER) {
           let e = j + 2;
           while (e < n && classOf(text, e) === LETTER) e++;
-          if (e < n && classOf(text, e) === DIGIT) return null;
-          parts.push(text.slice(j + 1, e));
+          if (e < n && classOf(text, e) === DIGIT) return false;
+          (parts ??= []).push(j + 1, e);
           j = e;
         }
-        if (parts.length > 1) out.push(text.slice(i, j), ...parts);
-        else out.push(parts[0]);
+        if (j - i > MAX_TOKEN_CHARS) return false;
+        if (!parts) {
+          if (++count > MAX_TOKENS || visit(i, j) === false) return false;
+        } else {
+          count += 2 + parts.length / 2;
+          if (count > MAX_TOKENS || visit(i, j) === false || visit(i, first) === false) return false;
+          for (let p = 0; p < parts.length; p += 2) if (visit(parts[p], parts[p + 1]) === false) return false;
+        }
       }
-      if (j - i > MAX_TOKEN_CHARS) return null;
       i = j;
       continue;
     }
@@ -83,27 +89,37 @@ export function plainTokens(text: string): string[] | null {
         let j = i + 1;
         while (j < n && text.charCodeAt(j) === 46) j++;
         const after = j < n ? classOf(text, j) : BLANK;
-        if ((j - i !== 1 && j - i !== 3) || after === LETTER || after === DIGIT) return null;
+        if ((j - i !== 1 && j - i !== 3) || after === LETTER || after === DIGIT) return false;
         i = j;
         continue;
       }
       case COLON:
         // Before a word or number: URLs, times.
-        if (next === LETTER || next === DIGIT) return null;
+        if (next === LETTER || next === DIGIT) return false;
         break;
       case HYPHEN: {
         // Alone between blanks only: after a token it ends a hyphenated word oddly, before one it
         // makes a signed number or a hyphenated part.
         const prev = i > 0 ? classOf(text, i - 1) : BLANK;
-        if (prev === LETTER || prev === DIGIT || next === LETTER || next === DIGIT) return null;
+        if (prev === LETTER || prev === DIGIT || next === LETTER || next === DIGIT) return false;
         break;
       }
       default:
-        return null;
+        return false;
     }
     i++;
   }
-  return out.length > MAX_TOKENS ? null : out;
+  return true;
+}
+
+/** The tokens of scanPlain as strings; null when the text is not plain. */
+export function plainTokens(text: string): string[] | null {
+  const out: string[] = [];
+  return scanPlain(text, (s, e) => {
+    out.push(text.slice(s, e));
+  })
+    ? out
+    : null;
 }
 
 const isDigitCode = (c: number) => c >= 48 && c <= 57;
@@ -182,6 +198,40 @@ const isAscii = (s: string) => {
   return true;
 };
 
+/** Lexemes sorted by this many leading characters as one number (7 bits each: 42 bits, 11 for the index). */
+const KEY_CHARS = 6;
+const KEY_INDEX = 2048;
+
+/**
+ * Lexemes in the database's order: bytewise, which in ASCII is UTF-16 order. Sorting strings was
+ * most of a join's time; ASCII lexemes are sorted as numbers made of their first six characters
+ * (0 past the end sorts a prefix first) and their index, and only a run sharing those six
+ * characters is sorted again as strings. Otherwise the UTF-8 bytes are compared.
+ */
+function sortLexemes(lexemes: string[], ascii: boolean): string[] {
+  const n = lexemes.length;
+  if (!ascii) return lexemes.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  if (n >= KEY_INDEX) return lexemes.sort();
+  const keys = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const l = lexemes[i];
+    let k = 0;
+    for (let c = 0; c < KEY_CHARS; c++) k = k * 128 + (c < l.length ? l.charCodeAt(c) : 0);
+    keys[i] = k * KEY_INDEX + i;
+  }
+  keys.sort();
+  const out = new Array<string>(n);
+  for (let i = 0; i < n; i++) out[i] = lexemes[keys[i] % KEY_INDEX];
+  for (let i = 0; i < n;) {
+    const prefix = Math.floor(keys[i] / KEY_INDEX);
+    let j = i + 1;
+    while (j < n && Math.floor(keys[j] / KEY_INDEX) === prefix) j++;
+    if (j - i > 1) out.splice(i, j - i, ...out.slice(i, j).sort());
+    i = j;
+  }
+  return out;
+}
+
 /**
  * ((A || B) || C) || D of some tsvectors, in tsvector's binary format (tsvectorsend, what a binary
  * COPY reads): the lexeme count (int32), then per lexeme in the database's order (bytewise) its
@@ -216,11 +266,8 @@ export function joinTsvectors(parts: Tsv[]): Uint8Array | null {
       else was.push(here);
     }),
   );
-  const lexemes = [...at.keys()];
-  const ascii = lexemes.every(isAscii);
-  // In ASCII, UTF-16 order is the database's bytewise order; otherwise the UTF-8 bytes are compared.
-  if (ascii) lexemes.sort();
-  else lexemes.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const ascii = [...at.keys()].every(isAscii);
+  const lexemes = sortLexemes([...at.keys()], ascii);
   let size = 4 + 2 * positions;
   for (const l of lexemes) size += (ascii ? l.length : Buffer.byteLength(l)) + 3;
   const out = Buffer.allocUnsafe(size);
@@ -262,61 +309,113 @@ const MAX_WORDS = 200_000;
  * the tsvectors made from them.
  */
 export function createLexicon(maxWords = MAX_WORDS) {
-  /** By token: its lexeme's entry; null for a stop word (a position, no lexeme); false when the dictionary gave anything but one lexeme. */
-  const words = new Map<string, Entry | null | false>();
+  // By token: its lexeme's entry; null for a stop word (a position, no lexeme); false when the
+  // dictionary gave anything but one lexeme. An open-addressing table looked up with the token
+  // where it stands in its text: a string sliced for every token was most of a round's garbage.
+  let keys: (string | undefined)[] = [];
+  let hashes = new Int32Array(0);
+  let values: (Entry | null | false)[] = [];
+  let size = 0;
+  const reset = (capacity: number) => {
+    keys = new Array<string | undefined>(capacity).fill(undefined);
+    hashes = new Int32Array(capacity);
+    values = new Array<Entry | null | false>(capacity).fill(null);
+    size = 0;
+  };
+  reset(1024);
+  const hashOf = (s: string, from: number, to: number) => {
+    let h = 0x811c9dc5;
+    for (let i = from; i < to; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    return h;
+  };
+  /** The slot of the token s[from, to): its own, or the empty one where it would go. */
+  const slotOf = (s: string, from: number, to: number, h: number) => {
+    const mask = keys.length - 1;
+    const len = to - from;
+    for (let i = h & mask; ; i = (i + 1) & mask) {
+      const k = keys[i];
+      if (k === undefined) return i;
+      if (hashes[i] !== h || k.length !== len) continue;
+      let c = 0;
+      while (c < len && k.charCodeAt(c) === s.charCodeAt(from + c)) c++;
+      if (c === len) return i;
+    }
+  };
+  const setWord = (w: string, value: Entry | null | false) => {
+    if (2 * (size + 1) > keys.length) {
+      const [ks, vs] = [keys, values];
+      reset(keys.length * 2);
+      ks.forEach((k, i) => k !== undefined && setWord(k, vs[i]));
+    }
+    const h = hashOf(w, 0, w.length);
+    const i = slotOf(w, 0, w.length, h);
+    if (keys[i] === undefined) {
+      keys[i] = w;
+      hashes[i] = h;
+      size++;
+    }
+    values[i] = value;
+  };
   const byLexeme = new Map<string, Entry>();
   let texts = 0;
   return {
     /** Learns what ts_lexize('english_stem', word) gave for each word (null: the dictionary did not know it). */
     learn(ws: string[], lexemes: (string[] | null)[]): void {
-      if (words.size + ws.length > maxWords) {
-        words.clear();
+      if (size + ws.length > maxWords) {
+        reset(1024);
         byLexeme.clear();
       }
       ws.forEach((w, n) => {
         const l = lexemes[n];
-        if (l === null || l.length > 1) words.set(w, false);
-        else if (l.length === 0) words.set(w, null);
+        if (l === null || l.length > 1) setWord(w, false);
+        else if (l.length === 0) setWord(w, null);
         else {
           let e = byLexeme.get(l[0]);
           if (!e) byLexeme.set(l[0], (e = entry(l[0])));
-          words.set(w, e);
+          setWord(w, e);
         }
       });
     },
 
     /**
-     * setweight(to_tsvector('english', text), weight) from the text's tokens (plainTokens); null
-     * when a word is not plain or a lexeme has too many positions; undefined when words are not in
-     * the lexicon yet (added to `unknown`: learn them, then ask again).
+     * setweight(to_tsvector('english', text), weight) made here; null when the text is not plain
+     * (scanPlain), a word is not plain or a lexeme has too many positions; undefined when words are
+     * not in the lexicon yet (added to `unknown`: learn them, then ask again).
      */
-    tsvector(tokens: string[], weight: 'A' | 'B' | 'C' | 'D', unknown: Set<string>): Tsv | null | undefined {
-      const text = ++texts;
+    tsvector(text: string, weight: 'A' | 'B' | 'C' | 'D', unknown: Set<string>): Tsv | null | undefined {
+      const id = ++texts;
       const bits = WEIGHT_BITS[weight];
       const used: Entry[] = [];
       let numbers: Map<string, Entry> | undefined;
       let complete = true;
-      for (let i = 0; i < tokens.length; i++) {
-        const t = tokens[i];
+      let refused = false;
+      let position = 0;
+      const plain = scanPlain(text, (from, to) => {
+        position++;
         let e: Entry | null | false | undefined;
-        if (isDigitCode(t.charCodeAt(0))) {
+        if (isDigitCode(text.charCodeAt(from))) {
+          const t = text.slice(from, to);
           numbers ??= new Map();
           e = numbers.get(t);
           if (!e) numbers.set(t, (e = entry(t)));
-        } else e = words.get(t);
-        if (e === undefined) {
-          unknown.add(t);
-          complete = false;
-          continue;
+        } else {
+          const i = slotOf(text, from, to, hashOf(text, from, to));
+          if (keys[i] === undefined) {
+            unknown.add(text.slice(from, to));
+            complete = false;
+            return;
+          }
+          e = values[i];
         }
-        if (e === false) return release(used, null);
-        if (e === null || !complete) continue;
-        if (e.text !== text) {
-          e.text = text;
-          e.positions = [bits | (i + 1)];
+        if (e === false) return !(refused = true);
+        if (e === null || !complete) return;
+        if (e.text !== id) {
+          e.text = id;
+          e.positions = [bits | position];
           used.push(e);
-        } else e.positions.push(bits | (i + 1));
-      }
+        } else e.positions.push(bits | position);
+      });
+      if (!plain || refused) return release(used, null);
       if (!complete) return release(used, undefined);
       const lexemes = new Array<string>(used.length);
       const positions = new Array<number[]>(used.length);
