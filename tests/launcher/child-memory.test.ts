@@ -1,6 +1,7 @@
-// The memory settings every group's process starts with (issue 15): a small young generation and
-// two malloc arenas, each unless the operator's environment says otherwise. Read from the running
-// processes themselves (/proc), as an operator would check them.
+// The memory and GC settings every group's process starts with (issues 15 and 17): a small young
+// generation, single-threaded GC and two malloc arenas, each unless the operator's environment says
+// otherwise (where Node lets it). Read from the running processes themselves (/proc), as an
+// operator would check them.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createWorkspace, type Workspace } from './helpers.js';
@@ -18,14 +19,16 @@ describe('memory settings of a group process', () => {
     await ws?.cleanup();
   });
 
-  test('two malloc arenas and a 2 MB semi-space by default; an operator setting wins', async () => {
+  test('two malloc arenas, a 2 MB semi-space and single-threaded GC by default; an operator setting wins where NODE_OPTIONS may set it', async () => {
     const r = await ws.run(['start', '--all', '--detach']);
     expect(r.exitCode, r.stderr).toBe(0);
     const reg = ws.registry();
     expect(environ(reg.plain.pid)).toContain('MALLOC_ARENA_MAX=2');
     expect(argv(reg.plain.pid)).toContain('--max-semi-space-size=2');
+    expect(argv(reg.plain.pid)).toContain('--single-threaded-gc');
     expect(environ(reg.tuned.pid)).toContain('MALLOC_ARENA_MAX=4');
     expect(environ(reg.tuned.pid)).not.toContain('MALLOC_ARENA_MAX=2');
     expect(argv(reg.tuned.pid)).not.toContain('--max-semi-space-size=2');
+    expect(argv(reg.tuned.pid)).toContain('--single-threaded-gc');
   }, 60_000);
 });
