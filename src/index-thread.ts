@@ -16,9 +16,10 @@ export interface IndexThreadData {
   sql: SqlOptions;
   config: Config;
   /**
-   * Two Int32 cells shared with the request thread: [0] counts its wakes (one per acknowledged
-   * write), [1] is 1 while this thread waits idle, the only time a wake is also sent as a message.
-   * A stream of writes thus costs no message per write on either thread.
+   * Three Int32 cells shared with the request thread: [0] counts the vCons of its acknowledged
+   * writes, [1] is 1 while this thread waits idle, the only time a write is also sent as a message
+   * (a stream of writes costs no message per write on either thread), [2] is 1 when a search or a
+   * wait_for=search waits (the thread stops gathering).
    */
   wakes: SharedArrayBuffer;
 }
@@ -48,7 +49,11 @@ const { worker } = createIndexing({
   sql,
   provider: createEmbeddingProvider(data.config, log),
   log,
-  wakes: { count: () => Atomics.load(wakes, 0), listen: (on) => void Atomics.store(wakes, 1, on ? 1 : 0) },
+  wakes: {
+    count: () => Atomics.load(wakes, 0),
+    listen: (on) => void Atomics.store(wakes, 1, on ? 1 : 0),
+    hurried: () => Atomics.exchange(wakes, 2, 0) === 1,
+  },
   onIdle: (seen) => parentPort!.postMessage({ type: 'idle', wakes: seen } satisfies IndexThreadReport),
   onStuck: () => {
     log.warn({}, 'an indexing round is stuck (a dead connection?): the index thread restarts with a fresh pool');

@@ -91,13 +91,13 @@ function threadWorker(settings: Omit<IndexThreadData, 'wakes'>, log: SearchLog, 
   let failed = false;
   // Wakes counted for the current thread (IndexThreadData.wakes): an idle report counts only if it
   // saw them all (a report crossing a wake on its way must not retire a thread that has work).
-  let wakes = new Int32Array(new SharedArrayBuffer(8));
+  let wakes = new Int32Array(new SharedArrayBuffer(12));
   let idleSince: number | undefined;
   let reaper: NodeJS.Timeout | undefined;
   const idleMs = settings.config.db.indexThreadIdleS * 1000;
 
   const spawn = () => {
-    wakes = new Int32Array(new SharedArrayBuffer(8));
+    wakes = new Int32Array(new SharedArrayBuffer(12));
     const data: IndexThreadData = { ...settings, wakes: wakes.buffer as SharedArrayBuffer };
     const t = fromSource
       ? // Node 20 does not apply --import loaders to a worker's entry: register tsx, then load it.
@@ -194,13 +194,19 @@ function threadWorker(settings: Omit<IndexThreadData, 'wakes'>, log: SearchLog, 
     kick() {
       if (started && !stopped && !failed && !thread) spawn();
     },
-    wake() {
+    /** `vcons` were written (counted: a thread gathering a stream of writes runs once it has a round's worth). */
+    wake(vcons = 1) {
       if (!started || stopped || failed) return;
       if (!thread) return spawn();
       idleSince = undefined;
-      Atomics.add(wakes, 0, 1);
+      Atomics.add(wakes, 0, vcons);
       // A busy thread looks at the queue again anyway: only an idle one needs telling.
       if (Atomics.exchange(wakes, 1, 0) === 1) thread.postMessage('wake' satisfies IndexThreadMessage);
+    },
+    /** A search or wait_for waits: a gathering thread runs its round at its next look (≤ COALESCE_MS). */
+    hurry() {
+      if (thread) Atomics.store(wakes, 2, 1);
+      this.wake(0);
     },
     async stop() {
       stopped = true;
@@ -231,13 +237,16 @@ export function createSearch(deps: {
   const consistent =
     <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
-      await indexer.catchUp(SEARCH_CATCH_UP_MS, help(), () => worker.wake());
+      await indexer.catchUp(SEARCH_CATCH_UP_MS, help(), () => worker.hurry());
       return fn(...args);
     };
   const service: SearchService = { ...raw, content: consistent(raw.content), semantic: consistent(raw.semantic), hybrid: consistent(raw.hybrid) };
   const writes: IndexNotifier = {
-    written: () => worker.wake(),
-    awaitIndexed: (uuids) => indexer.awaitIndexed(uuids, WAIT_FOR_SEARCH_MS, help()),
+    written: (uuids) => worker.wake(uuids.length),
+    awaitIndexed: (uuids) => {
+      worker.hurry();
+      return indexer.awaitIndexed(uuids, WAIT_FOR_SEARCH_MS, help());
+    },
   };
   return {
     indexer,

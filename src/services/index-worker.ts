@@ -8,17 +8,26 @@ interface WorkerLog {
 }
 
 /**
- * Wakes counted by another thread (the index thread's request thread) instead of sent one by one:
- * the worker reads the count when a round ends (a wake during the round means more to gather),
- * and says when it waits idle (`listen(true)`): only then does a wake need a message.
+ * Writes counted by another thread (the index thread's request thread) instead of sent one by one:
+ * the worker reads the count of written vCons when a round ends (writes during the round mean more
+ * to gather) and while it gathers, and says when it waits idle (`listen(true)`): only then does a
+ * write need a message. `hurried()` says (once) that a search or a wait_for=search waits.
  */
 export interface WakeCounter {
   count(): number;
   listen(on: boolean): void;
+  hurried(): boolean;
 }
 
 /** How long a round waits for more writes after one that emptied the queue (ms). */
 export const COALESCE_MS = 20;
+
+/**
+ * With counted writes, the wait goes on in COALESCE_MS steps until a full round's worth was
+ * written, at most this long (ms): a round of 100 vCons costs ~30% less CPU per vCon than rounds
+ * of 10-25, and the wait stays well inside the 1 s lag bound.
+ */
+export const MAX_GATHER_MS = 200;
 
 /** `stop()` ends the loop and waits for the running round. */
 export function createIndexWorker(deps: {
@@ -33,6 +42,8 @@ export function createIndexWorker(deps: {
    * quiet spell is indexed at once.
    */
   coalesceMs?: number;
+  /** The longest gathering wait with counted writes (MAX_GATHER_MS). */
+  maxGatherMs?: number;
   /**
    * Called after a round that found nothing to index and saw no wake (the index thread reports it,
    * to be retired when idle), with the wake count the round saw.
@@ -51,12 +62,25 @@ export function createIndexWorker(deps: {
   // Writes of other instances (and rows left by a crash) are found within this interval.
   const idleMs = deps.idleMs ?? 250;
   const coalesceMs = deps.coalesceMs ?? COALESCE_MS;
+  const maxGatherMs = deps.maxGatherMs ?? MAX_GATHER_MS;
   let timer: NodeJS.Timeout | undefined;
   // The pending timer gathers writes after a round (a wake leaves it be), else it is an idle poll.
   let gathering = false;
   let stopped = true;
   let running: Promise<number> | undefined;
   let woken = false;
+  // A search or wait_for=search waits: the next round runs without gathering.
+  let hurry = false;
+  // With counted writes: how many of them are queued (an estimate: a round that left the queue
+  // empty resets it), the count it was last brought up to, and the end of the gathering wait.
+  let queued = 0;
+  let counted = 0;
+  let gatherUntil = 0;
+  const absorb = () => {
+    const c = deps.wakes?.count() ?? 0;
+    queued += c - counted;
+    counted = c;
+  };
 
   const schedule = (ms: number, gather = false) => {
     if (timer) clearTimeout(timer);
@@ -68,9 +92,16 @@ export function createIndexWorker(deps: {
   const loop = async () => {
     timer = undefined;
     if (stopped || running) return;
+    absorb();
+    if (gathering && deps.wakes && !hurry && queued < batch && Date.now() + coalesceMs <= gatherUntil && !deps.wakes.hurried()) {
+      schedule(coalesceMs, true);
+      return;
+    }
     deps.wakes?.listen(false);
     woken = false;
-    const seen = deps.wakes?.count() ?? 0;
+    hurry = false;
+    const seen = counted;
+    const before = queued;
     let n = 0;
     try {
       running = indexer.indexRound(batch);
@@ -88,16 +119,24 @@ export function createIndexWorker(deps: {
     } finally {
       running = undefined;
     }
-    if (deps.wakes && deps.wakes.count() !== seen) woken = true;
+    queued = n < batch ? 0 : Math.max(0, before - n);
+    absorb();
+    if (counted !== seen) woken = true;
     if (n === 0 && !woken) deps.onIdle?.(seen);
     if (stopped) return;
-    if (n >= batch) schedule(0);
-    else if (n > 0 || woken) schedule(coalesceMs, true);
-    else {
+    // A full round is a backlog unless counted writes alone filled it and fewer than a round's
+    // worth remain (a stream gathered to a full round): rows nobody counted (a crash's, another
+    // instance's) run back to back.
+    const backlog = n >= batch && (!deps.wakes || before < n || queued >= batch);
+    if (backlog || ((n > 0 || woken) && (hurry || deps.wakes?.hurried()))) schedule(0);
+    else if (n > 0 || woken) {
+      gatherUntil = Date.now() + maxGatherMs;
+      schedule(coalesceMs, true);
+    } else {
       schedule(idleMs);
       // From here on a wake comes as a message; one counted before that is the first after a quiet spell.
       deps.wakes?.listen(true);
-      if (deps.wakes && deps.wakes.count() !== seen) {
+      if (deps.wakes && deps.wakes.count() !== counted) {
         deps.wakes.listen(false);
         schedule(0);
       }
@@ -113,10 +152,16 @@ export function createIndexWorker(deps: {
       schedule(0);
     },
     /** A write of this instance was acknowledged: index it now rather than at the next poll. */
-    wake() {
+    wake(_vcons = 1) {
       if (stopped) return;
       if (running) woken = true;
       else if (timer && !gathering) schedule(0);
+    },
+    /** A search or wait_for=search waits for queued vCons: index them without gathering more. */
+    hurry() {
+      if (stopped) return;
+      if (running) woken = hurry = true;
+      else if (timer) schedule(0);
     },
     async stop() {
       stopped = true;

@@ -2,7 +2,7 @@
 // queue counter and a round that takes 5 ms): how writes become rounds, not what a round writes
 // (that is tests/search/*, against PostgreSQL).
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createIndexWorker } from '../../src/services/index-worker.js';
+import { COALESCE_MS, createIndexWorker, MAX_GATHER_MS } from '../../src/services/index-worker.js';
 import type { SearchIndexer } from '../../src/services/search-indexer.js';
 
 const ROUND_MS = 5;
@@ -101,14 +101,18 @@ describe('index worker scheduling', () => {
 });
 
 /**
- * The index thread's wakes: the request thread counts each write in shared memory and sends a
- * message only while the worker listens (waits idle), as src/search.ts does.
+ * The index thread's wakes: the request thread counts each written vCon in shared memory and sends
+ * a message only while the worker listens (waits idle); a waiting search sets the hurry cell, as
+ * src/search.ts does.
  */
 function counted(coalesceMs = 20) {
   const { q, indexer } = fakeIndexer();
   let count = 0;
   let listening = false;
+  let hurried = false;
   let messages = 0;
+  // When each write was made, in queue order (the fake queue is FIFO).
+  const writtenAt: number[] = [];
   const idle: number[] = [];
   // Runs once as the worker starts to listen (a write landing just before).
   let beforeListen: (() => void) | undefined;
@@ -127,16 +131,35 @@ function counted(coalesceMs = 20) {
         hook?.();
         listening = on;
       },
+      hurried: () => {
+        const was = hurried;
+        hurried = false;
+        return was;
+      },
     },
   });
-  const write = () => {
-    q.queued++;
-    count++;
+  const notify = () => {
     if (listening) {
       listening = false;
       messages++;
       worker.wake();
     }
+  };
+  const write = () => {
+    q.queued++;
+    count++;
+    writtenAt.push(Date.now());
+    notify();
+  };
+  /** The longest a write waited for its round to end. */
+  const maxLag = () => {
+    let first = 0;
+    let most = 0;
+    for (const r of q.rounds) {
+      most = Math.max(most, r.at - writtenAt[first]);
+      first += r.n;
+    }
+    return most;
   };
   return {
     worker,
@@ -145,6 +168,13 @@ function counted(coalesceMs = 20) {
     write,
     queued: () => q.queued,
     messages: () => messages,
+    maxLag,
+    /** Rows queued that no write of this instance counted (a crash's, another instance's). */
+    uncounted: (n: number) => (q.queued += n),
+    hurry: () => {
+      hurried = true;
+      notify();
+    },
     duringRound: (fn: () => void) => (q.afterRound = fn),
     beforeListen: (fn: () => void) => (beforeListen = fn),
   };
@@ -154,20 +184,71 @@ describe('index worker with counted wakes (the index thread)', () => {
   beforeEach(() => vi.useFakeTimers({ now: 0 }));
   afterEach(() => vi.useRealTimers());
 
-  it('indexes a stream of writes in gathered rounds with one message for the whole stream', async () => {
+  it('gathers a stream of single writes into full rounds, with one message for the whole stream', async () => {
     const t = counted();
     t.worker.start();
     await vi.advanceTimersByTimeAsync(300);
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; i < 400; i++) {
       t.write();
       await vi.advanceTimersByTimeAsync(1);
     }
-    await vi.advanceTimersByTimeAsync(20 + 2 * ROUND_MS);
+    await vi.advanceTimersByTimeAsync(MAX_GATHER_MS + 2 * ROUND_MS);
     expect(t.queued()).toBe(0);
-    expect(t.rounds.reduce((s, r) => s + r.n, 0)).toBe(200);
-    expect(t.rounds.length).toBeLessThanOrEqual(10);
+    expect(t.rounds.reduce((s, r) => s + r.n, 0)).toBe(400);
+    // The first write alone (after a quiet spell), then rounds of ~100 (a 20 ms wait gave ~16 of ~25).
+    expect(t.rounds[0].n).toBe(1);
+    expect(t.rounds.length).toBeLessThanOrEqual(6);
+    expect(t.rounds.slice(1, -1).every((r) => r.n >= 95)).toBe(true);
     // Only the first write found the worker idle; the others were counted while it ran or gathered.
     expect(t.messages()).toBe(1);
+    // No write waits longer than the gathering bound and a round (the stream's tail waits for it).
+    expect(t.maxLag()).toBeLessThanOrEqual(MAX_GATHER_MS + COALESCE_MS + 2 * ROUND_MS);
+    await t.worker.stop();
+  });
+
+  it('waits at most MAX_GATHER_MS for a slow stream, so that the lag stays bounded', async () => {
+    const t = counted();
+    t.worker.start();
+    await vi.advanceTimersByTimeAsync(300);
+    for (let i = 0; i < 100; i++) {
+      t.write();
+      await vi.advanceTimersByTimeAsync(10);
+    }
+    await vi.advanceTimersByTimeAsync(MAX_GATHER_MS + 2 * ROUND_MS);
+    expect(t.queued()).toBe(0);
+    // ~20 writes a round, a round about every MAX_GATHER_MS.
+    expect(t.rounds.length).toBeGreaterThanOrEqual(5);
+    expect(t.rounds.length).toBeLessThanOrEqual(8);
+    expect(t.maxLag()).toBeLessThanOrEqual(MAX_GATHER_MS + 2 * ROUND_MS);
+    await t.worker.stop();
+  });
+
+  it('runs rows nobody counted (a crash, another instance) in full rounds back to back, a stream beside them too', async () => {
+    const t = counted();
+    t.uncounted(250);
+    t.worker.start();
+    t.write();
+    await vi.advanceTimersByTimeAsync(3 * ROUND_MS + 3);
+    expect(t.rounds.map((r) => r.n)).toEqual([100, 100, 51]);
+    await t.worker.stop();
+  });
+
+  it('stops gathering when a search or wait_for=search waits', async () => {
+    const t = counted();
+    t.worker.start();
+    await vi.advanceTimersByTimeAsync(300);
+    for (let i = 0; i < 30; i++) {
+      t.write();
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    // The first write ran alone; the other 29 are being gathered for a fuller round.
+    expect(t.rounds.map((r) => r.n)).toEqual([1]);
+    const at = Date.now();
+    t.hurry();
+    await vi.advanceTimersByTimeAsync(COALESCE_MS + ROUND_MS);
+    expect(t.queued()).toBe(0);
+    expect(t.rounds.map((r) => r.n)).toEqual([1, 29]);
+    expect(t.rounds[1].at - at).toBeLessThanOrEqual(COALESCE_MS + ROUND_MS);
     await t.worker.stop();
   });
 
@@ -210,7 +291,7 @@ describe('index worker with counted wakes (the index thread)', () => {
     t.duringRound(() => t.write());
     await vi.advanceTimersByTimeAsync(250 + ROUND_MS); // the poll's round: empty, but a write came during it
     expect(t.idle).toEqual([0]);
-    await vi.advanceTimersByTimeAsync(2 * (20 + ROUND_MS) + 2); // the gathered round, then one that finds nothing
+    await vi.advanceTimersByTimeAsync(2 * (MAX_GATHER_MS + ROUND_MS) + 2); // the gathered round, then one that finds nothing
     expect(t.rounds.map((r) => r.n)).toEqual([1]);
     expect(t.idle).toEqual([0, 1]);
     await t.worker.stop();
