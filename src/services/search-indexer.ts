@@ -38,6 +38,12 @@ class EmbedFailure extends Error {
 /** Texts a local provider embeds before the indexer lets other work run (~4 ms). */
 const EMBED_SLICE = 25;
 
+/**
+ * How long a search or wait_for=search waits for the background indexer before it indexes the
+ * rows it needs itself (those no running round holds).
+ */
+export const HELP_AFTER_MS = 100;
+
 /** vCons per indexing round: one transaction and one embed call (~20 texts a vCon). */
 export const INDEX_BATCH = 100;
 
@@ -80,11 +86,13 @@ export function createSearchIndexer(deps: {
    * a round of 100 vCons in one piece would hold every request behind it. Between slices the
    * statements of the round in flight move on (indexRound writes the keyword rows meanwhile).
    */
-  async function embedYielding(texts: string[]): Promise<Float32Array[]> {
+  async function embedYielding(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
     if (!provider.inline) return provider.embed(texts);
     const out: Float32Array[] = [];
     for (let i = 0; i < texts.length; i += EMBED_SLICE) {
       await new Promise((r) => setImmediate(r));
+      // The round failed under it: its rows stay queued and the next round embeds them again.
+      signal?.throwIfAborted();
       out.push(...(await provider.embed(texts.slice(i, i + EMBED_SLICE))));
     }
     return out;
@@ -118,7 +126,7 @@ export function createSearchIndexer(deps: {
   }
 
   /** The vectors of a plan, ready to store (no statement: a round runs this while its keyword rows are written). */
-  async function embedPlanned(r: IndexRepos, { todo, units }: EmbedPlan): Promise<VconRows | null> {
+  async function embedPlanned(r: IndexRepos, { todo, units }: EmbedPlan, signal?: AbortSignal): Promise<VconRows | null> {
     // Per vCon with units: each unit's text (unit matches, snippets), then the whole text. A local
     // provider stores no unit vectors: searches embed the units of their page (semanticMatches).
     const perUnit = !provider.inline;
@@ -126,8 +134,9 @@ export function createSearchIndexer(deps: {
     if (texts.length === 0) return null;
     let vectors: Float32Array[];
     try {
-      vectors = await stage('embed', () => embedYielding(texts));
+      vectors = await stage('embed', () => embedYielding(texts, signal));
     } catch (err) {
+      if (signal?.aborted) throw err;
       throw new EmbedFailure((err as Error).message);
     }
     const out: VconVectors[] = [];
@@ -176,11 +185,15 @@ export function createSearchIndexer(deps: {
       // The keyword rows go to the database while this thread embeds, so both work at once. The
       // embedding issues no statement (the connection carries one COPY at a time) and never
       // rejects; the round ends only after the writes did, so an error rolls back a quiet connection.
+      const stop = new AbortController();
       const written = (async () => {
         await r.index.writeUnits(items);
         await r.index.writeSearchDocs(items);
       })();
-      const embedded = embedPlanned(r, plan).then(
+      // A failed write ends the round: the embedding stops at its next slice instead of running on
+      // beside the next round's.
+      written.catch(() => stop.abort());
+      const embedded = embedPlanned(r, plan, stop.signal).then(
         (rows) => ({ rows }),
         (error: unknown) => ({ error }),
       );
@@ -198,17 +211,34 @@ export function createSearchIndexer(deps: {
     });
   }
 
+  // Whether a waiting request of this process indexes for itself now (at most one at a time).
+  let helping = false;
+
   /**
    * Waits until nothing the filter selects is queued (failed embeddings aside), at most
    * `deadlineMs`. With `help` it indexes the rows itself (SKIP LOCKED) while it waits, for an
-   * instance without a background indexer; otherwise the indexer does it. True when done.
+   * instance without a background indexer; otherwise the indexer does it, and the request indexes
+   * unclaimed rows itself only after `HELP_AFTER_MS`, one request of the process at a time: the
+   * background thread runs at a low priority and may lag on a busy machine, and a search must not
+   * answer without writes acknowledged before it. True when done.
    */
   async function drain(filter: ClaimFilter, deadlineMs: number, help: boolean): Promise<boolean> {
-    const end = Date.now() + deadlineMs;
+    const start = Date.now();
+    const end = start + deadlineMs;
     for (;;) {
-      if (help && (await indexRound(batch, filter)) > 0) {
-        if (Date.now() >= end) return !(await queue.pending(filter));
-        continue;
+      const self = help || (!helping && Date.now() - start >= HELP_AFTER_MS);
+      if (self) {
+        if (!help) helping = true;
+        let n: number;
+        try {
+          n = await indexRound(batch, filter);
+        } finally {
+          if (!help) helping = false;
+        }
+        if (n > 0) {
+          if (Date.now() >= end) return !(await queue.pending(filter));
+          continue;
+        }
       }
       if (!(await queue.pending(filter))) return true;
       if (Date.now() >= end) return false;

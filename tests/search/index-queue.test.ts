@@ -129,6 +129,58 @@ describe('the index queue', () => {
       for (const table of ['search_units', 'vcon_search', 'vcon_vectors', 'vcon_codes']) expect(await count(table, d.uuid as string)).toBe(1);
   });
 
+  test('a round whose write fails stops embedding at its next slice', async () => {
+    const { services } = await indexing();
+    const base = createEmbeddingProvider(configFor(t.schema));
+    let slices = 0;
+    // A slow embedder: each slice of 100 texts takes 50 ms, so the failed COPY is seen mid-embed.
+    const provider = new Proxy(base, {
+      get(target, key, receiver) {
+        if (key !== 'embed') return Reflect.get(target, key, receiver);
+        return async (texts: string[]) => {
+          slices++;
+          await new Promise((r) => setTimeout(r, 50));
+          return target.embed(texts);
+        };
+      },
+    });
+    const { indexer } = createSearch({ sql: t.sql, provider, plugins: [], log: silent });
+    while ((await indexer.indexRound(500)) > 0);
+    const docs = Array.from({ length: 300 }, (_, i) => buildVcon({ subject: `Dripping gutter ${i}`, turns: ['Rain pours over the gutter.'] }));
+    await services.vcons.batch(docs.slice(0, 100), internalCtx);
+    await services.vcons.batch(docs.slice(100, 200), internalCtx);
+    await services.vcons.batch(docs.slice(200), internalCtx);
+    await t.sql.unsafe(`
+      create function refuse_units() returns trigger language plpgsql as $$ begin raise exception 'units refused'; end $$;
+      create trigger refuse_units before insert on search_units for each row execute function refuse_units()`);
+    slices = 0;
+    try {
+      await expect(indexer.indexRound(300)).rejects.toThrow('units refused');
+    } finally {
+      await t.sql.unsafe(`drop trigger refuse_units on search_units; drop function refuse_units()`);
+    }
+    // Give an embedding that ran on a chance to finish its slices.
+    await new Promise((r) => setTimeout(r, 300));
+    // 300 texts are three slices; the failure is known during the first.
+    expect(slices).toBeLessThan(3);
+    while ((await indexer.indexRound(500)) > 0);
+  });
+
+  test('a search waiting for a background indexer that does not come indexes the rows itself after a short wait', async () => {
+    const { services, indexer } = await indexing();
+    while ((await indexer.indexRound(100)) > 0);
+    const v = buildVcon({ subject: 'Stuck lift', turns: ['The lift stopped between floors.'] });
+    await services.vcons.create(v, internalCtx);
+    // help = false: a background indexer is said to run (it does not: a starved thread), so the
+    // request first waits for it, then indexes the unclaimed rows itself.
+    const t0 = performance.now();
+    const done = await Promise.all([indexer.catchUp(5_000, false), indexer.awaitIndexed([v.uuid as string], 5_000, false)]);
+    expect(done).toEqual([true, true]);
+    expect(performance.now() - t0).toBeLessThan(2_500);
+    expect(await count('index_queue', v.uuid as string)).toBe(0);
+    expect(await count('vcon_search', v.uuid as string)).toBe(1);
+  });
+
   test('a queue left by a stopped instance is indexed by the next one', async () => {
     const first = createServices(t.sql, configFor(t.schema));
     await first.stop();
