@@ -15,10 +15,19 @@ import { Worker } from 'node:worker_threads';
 
 const indexRepos = (db: Db): IndexRepos => ({ index: createSearchIndexRepo(db), queue: createIndexQueueRepo(db) });
 
+/**
+ * An indexing transaction commits without waiting for its WAL flush (a round's commit no longer
+ * waits on the disk). A crash then loses at most the last rounds, each whole: their index rows and
+ * the removal of their queue rows together, so their vCons are still queued and are indexed again.
+ * Writes of vCons stay synchronous.
+ */
 const indexTransactor =
   (sql: Sql): IndexTransact =>
   (fn) =>
-    sql.begin((tx) => fn(indexRepos(tx))) as never;
+    sql.begin(async (tx) => {
+      await tx`set local synchronous_commit = off`;
+      return fn(indexRepos(tx));
+    }) as never;
 
 interface SearchLog {
   info(obj: object, msg: string): void;

@@ -181,6 +181,30 @@ describe('the index queue', () => {
     expect(await count('vcon_search', v.uuid as string)).toBe(1);
   });
 
+  test('an indexing round commits without waiting for its WAL flush; a write waits for it', async () => {
+    const { services, indexer } = await indexing();
+    while ((await indexer.indexRound(100)) > 0);
+    await t.sql.unsafe(`
+      create table commit_modes (tbl text, mode text);
+      create function note_commit_mode() returns trigger language plpgsql as $$
+        begin insert into commit_modes values (tg_table_name, current_setting('synchronous_commit')); return null; end $$;
+      create trigger note_commit_mode after insert on vcon_search for each statement execute function note_commit_mode();
+      create trigger note_commit_mode after insert on vcons for each statement execute function note_commit_mode()`);
+    try {
+      await services.vcons.create(buildVcon({ subject: 'Burst pipe', turns: ['Water everywhere in the hall.'] }), internalCtx);
+      expect(await indexer.indexRound(100)).toBe(1);
+      const rows = await t.sql<{ tbl: string; mode: string }[]>`select tbl, mode from commit_modes order by tbl`;
+      expect(rows).toEqual([
+        { tbl: 'vcon_search', mode: 'off' },
+        { tbl: 'vcons', mode: 'on' },
+      ]);
+    } finally {
+      await t.sql.unsafe(`
+        drop trigger note_commit_mode on vcon_search; drop trigger note_commit_mode on vcons;
+        drop function note_commit_mode(); drop table commit_modes`);
+    }
+  });
+
   test('a queue left by a stopped instance is indexed by the next one', async () => {
     const first = createServices(t.sql, configFor(t.schema));
     await first.stop();
