@@ -13,6 +13,7 @@ import { sendError } from '../transport/errors.js';
 import { createBodyParser } from './body.js';
 import { createAdmissionGate } from './admission.js';
 import { createFastGet, type FastGet } from './fast-get.js';
+import { createFastCreate } from './fast-create.js';
 import { registerInfraRoutes } from './routes/infra.js';
 import { registerVconRoutes } from './routes/vcons.js';
 import { registerTagRoutes } from './routes/tags.js';
@@ -110,30 +111,31 @@ export function buildApp(deps: AppDeps): Express {
   }) as RequestHandler);
   app.use(createErrorHandler({ production: config.production, log }));
 
-  // The hot read is answered before express when it can be (fast-get.ts): express's handle alone
-  // (the prototype swap of req and res, the router) cost more CPU than the rest of the answer.
-  // Everything else, and the errors of the reads it took, are express's. Made at the first request:
-  // building the app only registers routes (the OpenAPI test builds it without services).
-  let fast: FastGet | false | undefined;
+  // The hot read and the hot create are answered before express when they can be (fast-get.ts,
+  // fast-create.ts): express's handle (the router, its middlewares) cost more CPU than the rest of
+  // a read's answer. Everything else, and the errors of the requests they took, are express's.
+  // Made at the first request: building the app only registers routes (the OpenAPI test builds it
+  // without services).
+  let fast: FastGet[] | undefined;
   // express's own entry point (the app function calls app.handle), which its types don't name.
   const inner = app as unknown as { handle: (req: IncomingMessage, res: ServerResponse, next?: unknown) => void };
   const handle = inner.handle.bind(app);
   inner.handle = (req, res, next) => {
-    fast ??=
-      createFastGet({
+    if (!fast) {
+      const fastDeps = {
         config,
         services,
         buildInfo,
         requestId,
-        logRequest: (r, method, url, id, start) => logRequest(log, r, method, url, id, start),
-      }) ?? false;
-    const taken =
-      fast !== false &&
-      fast(req, res, (err) => {
-        fastFailed.set(req, err);
-        handle(req, res, next);
-      });
-    if (!taken) handle(req, res, next);
+        logRequest: (r: ServerResponse, method: string, url: string, id: string, start: number) => logRequest(log, r, method, url, id, start),
+      };
+      fast = [createFastGet(fastDeps), createFastCreate(fastDeps)].filter((f) => f !== undefined);
+    }
+    const fail = (err: unknown) => {
+      fastFailed.set(req, err);
+      handle(req, res, next);
+    };
+    if (!fast.some((f) => f(req, res, fail))) handle(req, res, next);
   };
   return app;
 }

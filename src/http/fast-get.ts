@@ -30,6 +30,40 @@ export interface FastGetDeps {
 export type FastGet = (req: IncomingMessage, res: ServerResponse, fail: (err: unknown) => void) => boolean;
 
 /**
+ * What every fast path shares with express's: the key check, and the headers express's path sets
+ * before a route runs (request id, build headers, Vary when CORS has an origin list).
+ */
+export function createFastBasics(config: Config, buildInfo: BuildInfo) {
+  const header = config.auth.header;
+  const resolve = createKeyResolver(config);
+  const vary = config.cors.origins !== '*';
+  const build = ['X-Version', buildInfo.version, 'X-Git-Commit', buildInfo.gitCommit, 'X-Build-Time', buildInfo.buildTime];
+  return {
+    /** The key's scope and id, or undefined for no key or an unknown one. */
+    resolveKey: (req: IncomingMessage) => {
+      const key = readKey(req, header);
+      return key === undefined ? undefined : resolve(key);
+    },
+    /** The headers of an answer, in express's order, then `more`. */
+    headersOf: (id: string, more: string[]) => {
+      const headers = ['X-Request-Id', id, ...build];
+      if (vary) headers.push('Vary', 'Origin');
+      headers.push(...more);
+      return headers;
+    },
+    /** The same headers set one by one (before an error goes to express's handler). */
+    setCommonHeaders: (res: ServerResponse, id: string) => {
+      res.setHeader('X-Request-Id', id);
+      for (let i = 0; i < build.length; i += 2) res.setHeader(build[i], build[i + 1]);
+      if (vary) res.setHeader('Vary', 'Origin');
+    },
+  };
+}
+
+/** Whether a request carries a body (its length, or chunked). */
+export const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+
+/**
  * The fast path of this instance, or undefined when it has nothing it can take (REST off, a plugin
  * with read hooks, auth required with no key configured).
  */
@@ -42,22 +76,8 @@ export function createFastGet(deps: FastGetDeps): FastGet | undefined {
   const prefix = `${config.rest.basePath}/vcons/`;
   const length = prefix.length + UUID_LENGTH;
   const authRequired = config.auth.required;
-  const header = config.auth.header;
-  const resolve = createKeyResolver(config);
-  const resolveKey = (req: IncomingMessage) => {
-    const key = readKey(req, header);
-    return key === undefined ? undefined : resolve(key);
-  };
-  const vary = config.cors.origins !== '*';
+  const { resolveKey, headersOf, setCommonHeaders } = createFastBasics(config, buildInfo);
   const { vcons, admission } = services;
-  const build = ['X-Version', buildInfo.version, 'X-Git-Commit', buildInfo.gitCommit, 'X-Build-Time', buildInfo.buildTime];
-
-  /** The headers express's path sets before the route runs, in its order. */
-  const setCommonHeaders = (res: ServerResponse, id: string) => {
-    res.setHeader('X-Request-Id', id);
-    for (let i = 0; i < build.length; i += 2) res.setHeader(build[i], build[i + 1]);
-    if (vary) res.setHeader('Vary', 'Origin');
-  };
 
   const answer = async (res: ServerResponse, uuid: string, id: string) => {
     const release = await admission.acquire();
@@ -75,10 +95,7 @@ export function createFastGet(deps: FastGetDeps): FastGet | undefined {
     if (text === undefined) throw new Error('the fast path read no text (a plugin with read hooks?)');
     if (res.closed) return;
     const body = `{"success":true,"vcon":${text}}`;
-    const headers = ['X-Request-Id', id, ...build];
-    if (vary) headers.push('Vary', 'Origin');
-    headers.push('Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body)));
-    res.writeHead(200, headers);
+    res.writeHead(200, headersOf(id, ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body))]));
     res.end(body);
   };
 
@@ -93,8 +110,7 @@ export function createFastGet(deps: FastGetDeps): FastGet | undefined {
       UUID_RE.test(url.slice(prefix.length)) &&
       h.origin === undefined &&
       // A body is the body parser's to judge (415, 400, 413 on express's path), even on a GET.
-      h['transfer-encoding'] === undefined &&
-      !(Number(h['content-length'] ?? 0) > 0) &&
+      !hasBody(req) &&
       (!authRequired || resolveKey(req) !== undefined);
     if (!take) return false;
     const id = deps.requestId(h['x-request-id']);

@@ -6,57 +6,21 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { EnvInput } from '../../src/config.js';
 import { createFastGet } from '../../src/http/fast-get.js';
 import { getBuildInfo } from '../../src/version.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { KEY, RO_KEY, SETUPS, start, type Logged, type Started } from './fast-path-helpers.js';
 
 // Counts the requests the app's fast path takes: both paths answer alike by design, so only this
 // tells that the fast one answered.
 const fastTaken = vi.hoisted(() => ({ count: 0 }));
 vi.mock(import('../../src/http/fast-get.js'), async (importOriginal) => {
   const real = await importOriginal();
-  return {
-    ...real,
-    createFastGet: (deps: Parameters<typeof real.createFastGet>[0]) => {
-      const fast = real.createFastGet(deps);
-      return (
-        fast &&
-        ((req, res, fail) => {
-          const took = fast(req, res, fail);
-          if (took) fastTaken.count++;
-          return took;
-        })
-      );
-    },
+  const createFastGet = (deps: Parameters<typeof real.createFastGet>[0]) => {
+    const fast = real.createFastGet(deps);
+    return fast && ((...args: Parameters<typeof fast>) => fast(...args) && ++fastTaken.count > 0);
   };
+  return { ...real, createFastGet };
 });
-
-const KEY = 'fast-key-rw';
-const RO_KEY = 'fast-key-ro';
-
-interface Logged {
-  level: number;
-  msg: string;
-  req?: { id: string; method: string; path: string };
-  res?: { statusCode: number };
-  responseTime?: number;
-}
-
-interface Started extends TestServer {
-  lines: Logged[];
-}
-
-/** A real instance whose log lines (level info) are kept. */
-async function start(env: EnvInput): Promise<Started> {
-  const lines: Logged[] = [];
-  // The busy case waits this long for a turn.
-  const s = await startTestServer(
-    { API_KEYS: KEY, API_KEYS_READONLY: RO_KEY, LOG_LEVEL: 'info', DB_QUEUE_TIMEOUT_MS: '200', ...env },
-    { logTo: { write: (l: string) => lines.push(JSON.parse(l) as Logged) } },
-  );
-  return Object.assign(s, { lines });
-}
 
 interface Answer {
   status: number;
@@ -108,15 +72,7 @@ function expectSame(a: Answer, b: Answer) {
   expect(lineOf(a.logged[0])).toEqual(lineOf(b.logged[0]));
 }
 
-describe.each([
-  ['defaults (Bearer key, CORS *)', {} as EnvInput, { authorization: `Bearer ${KEY}` }],
-  [
-    'a key header, an origin list, another base path',
-    { API_KEY_HEADER: 'x-api-key', CORS_ORIGIN: 'https://a.example.com', REST_API_BASE_PATH: '/v2' } as EnvInput,
-    { 'x-api-key': KEY },
-  ],
-  ['no authentication', { API_AUTH_REQUIRED: 'false' } as EnvInput, {}],
-])('GET /vcons/:uuid fast path, %s', (_name, env, auth) => {
+describe.each(SETUPS)('GET /vcons/:uuid fast path, %s', (_name, env, auth) => {
   let s: Started;
   let uuid: string;
   beforeAll(async () => {
