@@ -93,7 +93,10 @@ export function createIndexWorker(deps: {
     timer = undefined;
     if (stopped || running) return;
     absorb();
-    if (gathering && deps.wakes && !hurry && queued < batch && Date.now() + coalesceMs <= gatherUntil && !deps.wakes.hurried()) {
+    // Read (and clear) the cell at every start: left set by a search while the worker was idle, it
+    // would end the gathering of a later stream.
+    if (deps.wakes?.hurried()) hurry = true;
+    if (gathering && deps.wakes && !hurry && queued < batch && Date.now() + coalesceMs <= gatherUntil) {
       schedule(coalesceMs, true);
       return;
     }

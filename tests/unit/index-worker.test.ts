@@ -252,6 +252,24 @@ describe('index worker with counted wakes (the index thread)', () => {
     await t.worker.stop();
   });
 
+  it('a hurry with nothing to index does not stay set to end a later gathering', async () => {
+    const t = counted();
+    t.worker.start();
+    await vi.advanceTimersByTimeAsync(300);
+    // A search waited while the queue held nothing of this instance's (or it was already indexed).
+    t.hurry();
+    await vi.advanceTimersByTimeAsync(1_000);
+    for (let i = 0; i < 30; i++) {
+      t.write();
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    // As without the hurry: the first write ran alone, the other 29 are gathered.
+    expect(t.rounds.map((r) => r.n)).toEqual([1]);
+    await vi.advanceTimersByTimeAsync(MAX_GATHER_MS + ROUND_MS);
+    expect(t.rounds.map((r) => r.n)).toEqual([1, 29]);
+    await t.worker.stop();
+  });
+
   it('indexes the first write after a quiet spell at once, and again after the next quiet spell', async () => {
     const t = counted();
     t.worker.start();
