@@ -107,12 +107,17 @@ function splitThreads(before: Map<number, number>, after: Map<number, number>, p
  * of a write round.
  */
 export async function indexDrained(api: string, maxMs = 30_000): Promise<void> {
+  let last = 'no answer';
   for (const end = performance.now() + maxMs; performance.now() < end;) {
     const res = await fetch(`${api}/health`, { headers: benchAuth });
-    const body = (await res.json()) as { index?: { pending?: number } | null };
-    if (body.index?.pending === 0) return;
+    const body = (await res.json()) as { index?: { pending?: number; failing?: number } | null };
+    // Rows whose embedding failed wait for a retry: they are not this round's indexing to settle.
+    if (body.index && body.index.pending !== undefined && body.index.pending - (body.index.failing ?? 0) === 0) return;
+    last = JSON.stringify(body.index ?? null);
     await new Promise((r) => setTimeout(r, 50));
   }
+  // A round that never settled would report CPU without its indexing: no figure rather than a wrong one.
+  throw new Error(`the index queue did not drain within ${maxMs} ms (last /health index: ${last})`);
 }
 
 /** Sequential requests (concurrency 1): per-request latencies in ms and the non-2xx count. */
