@@ -29,6 +29,8 @@ function readText(req: IncomingMessage, length: number): Promise<string> {
       const text = Buffer.concat(chunks, length).toString('utf8');
       resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     });
+    // As raw-body: a client gone mid-body is 'aborted' (emitted before the ECONNRESET 'error').
+    req.on('aborted', () => reject(Object.assign(new Error('request aborted'), { type: 'request.aborted' })));
     req.on('error', reject);
     // A client gone mid-body: express's handler answers nothing for this type, as for body-parser's.
     req.on('close', () => req.complete || reject(Object.assign(new Error('request aborted'), { type: 'request.aborted' })));
@@ -51,7 +53,8 @@ export function createFastCreate(deps: FastGetDeps): FastGet | undefined {
     const text = await readText(req, length);
     let doc: unknown;
     try {
-      doc = JSON.parse(text);
+      // As body-parser: an empty text (a body of just a BOM) is {}.
+      doc = text.length === 0 ? {} : JSON.parse(text);
     } catch (err) {
       // As body-parser reports it (the same message), for the same 400 invalid_json.
       throw Object.assign(err as Error, { type: 'entity.parse.failed', status: 400 });

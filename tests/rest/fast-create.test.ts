@@ -3,6 +3,7 @@
 // a validation error, a busy pool and a database gone; and it leaves every other request
 // (refusals, CORS, query strings, other media types, charsets and encodings) to express.
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KEY, RO_KEY, SETUPS, start, type Logged, type Started } from './fast-path-helpers.js';
@@ -114,6 +115,39 @@ describe.each(SETUPS)('POST /vcons fast path, %s', (_name, env, auth) => {
   it('reads a body with a BOM and a charset=utf-8 type as express does', async () => {
     const fast = await both(s, (u) => `\uFEFF${vcon(u)}`, { ...auth, 'content-type': 'application/vcon+json; charset=UTF-8' });
     expect(fast.status).toBe(201);
+  });
+
+  it('creates from a body of only a BOM as express does (an empty JSON text is {})', async () => {
+    const before = fastTaken.count;
+    const fast = await post(s, '/vcons', '\uFEFF', auth);
+    expect(fastTaken.count).toBe(before + 1);
+    const slow = await post(s, '/vcons?wait_for=search', '\uFEFF', auth);
+    expect([fast.status, slow.status]).toEqual([201, 201]);
+    expect(JSON.parse(fast.body)).toMatchObject({ success: true, created: true });
+  });
+
+  it('logs a client gone mid-body as express does: "request aborted", not a database outage', async () => {
+    const url = new URL(s.base);
+    const id = `t-${randomUUID()}`;
+    const body = vcon(randomUUID());
+    const head = Object.entries({ ...auth, 'content-type': 'application/json', 'content-length': String(body.length), 'x-request-id': id })
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
+    const before = fastTaken.count;
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write(`POST ${url.pathname}/vcons HTTP/1.1\r\nhost: ${url.host}\r\n${head}\r\n${body.slice(0, 20)}`);
+        setTimeout(() => {
+          socket.destroy();
+          resolve();
+        }, 100);
+      });
+      socket.on('error', reject);
+    });
+    expect(fastTaken.count).toBe(before + 1);
+    await new Promise((r) => setTimeout(r, 200));
+    const logged = s.lines.filter((l) => l.req?.id === id || (l as { req_id?: string }).req_id === id);
+    expect(logged.map((l) => l.msg)).toEqual(['request aborted']);
   });
 
   it('answers a busy pool with the same 503 database_busy and Retry-After', async () => {
