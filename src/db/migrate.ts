@@ -180,6 +180,9 @@ async function migrateOnce(
   const appliedNow: string[] = [];
   let optional = null as OptionalState | null;
   await sql.begin(async (tx) => {
+    // Before the advisory lock: a pool's statement timeout (the instance's, for requests) would
+    // otherwise end the wait for a concurrent runner's long migration with a raw 57014.
+    await tx.unsafe('set local statement_timeout = 0');
     await tx`select pg_advisory_xact_lock(hashtext(${'vcon-launch:migrate:' + schema}))`;
     // After the advisory lock: a concurrent runner of this schema is waited for, however long it takes.
     await tx.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
@@ -190,8 +193,6 @@ async function migrateOnce(
     if (!ns) await tx.unsafe(`create schema ${q}`);
     // Pin this transaction's path to the group's schema so migrations can use unqualified names.
     await tx.unsafe(`set local search_path to ${searchPathOf(schema)}`);
-    // A migration may backfill a large group: the pool's statement timeout is for requests.
-    await tx.unsafe('set local statement_timeout = 0');
     await tx.unsafe(`create table if not exists ${q}.schema_migrations (
       version integer primary key,
       name text not null,
@@ -212,6 +213,12 @@ async function migrateOnce(
   });
   if (appliedNow.length) opts.log?.info({ migrated_schema: schema, applied: appliedNow }, 'migrations applied');
   if (optional?.changed.length) opts.log?.info({ migrated_schema: schema, optional: optional.changed }, 'optional schema features added');
+  if (optional?.deferred.length) {
+    opts.log?.warn(
+      { migrated_schema: schema, deferred: optional.deferred },
+      'optional schema features left for the next start: another session held the table lock',
+    );
+  }
   return { applied: appliedNow, optional };
 }
 
@@ -220,6 +227,8 @@ export interface OptionalState {
   lz4: boolean;
   trigram: boolean;
   changed: string[];
+  /** Changes left for the next start: another session held the table's lock past lock_timeout. */
+  deferred: string[];
 }
 
 /** Trigram indexes of the substring filters (subject, party name/email/tel): name, table, expression. */
@@ -239,18 +248,28 @@ const TRIGRAM_INDEXES: readonly [string, string, string][] = [
  */
 async function ensureOptional(tx: TransactionSql, pgTrgm: boolean): Promise<OptionalState> {
   const changed: string[] = [];
+  const deferred: string[] = [];
+  // Each change in a savepoint: a lock another session holds (lock_timeout) defers it to the next
+  // start instead of refusing this one for an optional feature.
+  const tryChange = async (what: string, run: (sp: TransactionSql) => Promise<unknown>, ignore?: string): Promise<boolean> => {
+    try {
+      await tx.savepoint(run);
+      changed.push(what);
+      return true;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === LOCK_NOT_AVAILABLE) deferred.push(what);
+      else if (code !== ignore) throw err;
+      return false;
+    }
+  };
   const [col] = await tx<{ c: string }[]>`
     select attcompression::text as c from pg_attribute where attrelid = 'vcons'::regclass and attname = 'doc'`;
   let lz4 = col?.c === 'l';
-  if (!lz4) {
-    try {
-      await tx.savepoint((sp) => sp`alter table vcons alter column doc set compression lz4`);
-      lz4 = true;
-      changed.push('vcons.doc compression lz4');
-    } catch (err) {
-      // feature_not_supported: this server was built without lz4; the default (pglz) stays.
-      if ((err as { code?: string }).code !== '0A000') throw err;
-    }
+  // feature_not_supported (0A000): a server built without lz4; the default (pglz) stays. Asked first
+  // without the table's lock, so such a server does not queue for vcons' exclusive lock at every start.
+  if (!lz4 && (await serverHasLz4(tx))) {
+    lz4 = await tryChange('vcons.doc compression lz4', (sp) => sp`alter table vcons alter column doc set compression lz4`, '0A000');
   }
   if (pgTrgm) {
     const present = await tx<{ relname: string }[]>`
@@ -259,11 +278,24 @@ async function ensureOptional(tx: TransactionSql, pgTrgm: boolean): Promise<Opti
     for (const [name, table, expr] of TRIGRAM_INDEXES) {
       if (have.has(name)) continue;
       // Constant text from this file; opclass qualified because pg_trgm lives in schema extensions.
-      await tx.unsafe(`create index if not exists ${name} on ${table} using gin (${expr} extensions.gin_trgm_ops)`);
-      changed.push(name);
+      await tryChange(name, (sp) => sp.unsafe(`create index if not exists ${name} on ${table} using gin (${expr} extensions.gin_trgm_ops)`));
     }
   }
-  return { lz4, trigram: pgTrgm, changed };
+  return { lz4, trigram: pgTrgm, changed, deferred };
+}
+
+/** Whether the server was built with lz4: the setting refuses the value (22023) otherwise. Leaves the setting as it was. */
+async function serverHasLz4(tx: TransactionSql): Promise<boolean> {
+  try {
+    await tx.savepoint(async (sp) => {
+      await sp`set local default_toast_compression = 'lz4'`;
+      await sp`set local default_toast_compression to default`;
+    });
+    return true;
+  } catch (err) {
+    if ((err as { code?: string }).code === '22023') return false;
+    throw err;
+  }
 }
 
 /** Applied and pending migrations of a schema, without changing anything. */

@@ -8,8 +8,8 @@ import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
 
 const schemas: string[] = [];
 const pools: ReturnType<typeof createSql>[] = [];
-const pool = (schema: string) => {
-  const p = createSql({ url: databaseUrl(), schema, max: 3 });
+const pool = (schema: string, statementTimeoutMs?: number) => {
+  const p = createSql({ url: databaseUrl(), schema, max: 3, statementTimeoutMs });
   pools.push(p);
   schemas.push(schema);
   return p;
@@ -101,6 +101,56 @@ describe('migration runner', () => {
     await holder`commit`;
     holder.release();
     expect((await run).applied).toEqual(['0002_alter']);
+  });
+
+  it("waits for a concurrent runner longer than the pool's statement timeout (an instance's pool)", async () => {
+    const schema = testSchemaName('mig');
+    await migrate(pool(schema), schema);
+    schemas.pop();
+    const holder = await pool(schema).reserve();
+    schemas.pop();
+    await holder`begin`;
+    await holder`select pg_advisory_xact_lock(hashtext(${'vcon-launch:migrate:' + schema}))`;
+    const run = migrate(pool(schema, 300), schema);
+    schemas.pop();
+    // Past the pool's 300 ms statement timeout, the runner still waits; it finishes once the other does.
+    const early = await Promise.race([
+      run.then(
+        () => 'done',
+        (e: Error) => e,
+      ),
+      new Promise((r) => setTimeout(() => r('waiting'), 1_000)),
+    ]);
+    await holder`commit`;
+    holder.release();
+    expect(early).toBe('waiting');
+    expect((await run).applied).toEqual([]);
+  });
+
+  it('leaves an optional change whose table lock another session holds for the next start, and starts', async () => {
+    const schema = testSchemaName('mig');
+    const sql = pool(schema);
+    await migrate(sql, schema);
+    // As a group created before lz4 or pg_trgm were available: the optional step has work to do.
+    await sql`alter table vcons alter column doc set compression pglz`;
+    await sql`drop index if exists vcon_parties_name_trgm_idx`;
+    const reader = await pool(schema).reserve();
+    schemas.pop();
+    await reader`begin`;
+    await reader`select count(*) from vcons`; // a long read of a running instance
+    await reader`update vcon_parties set name = name where false`; // and a write in progress
+    const warnings: object[] = [];
+    const log = { info: () => undefined, warn: (obj: object) => warnings.push(obj) };
+    const held = await migrate(sql, schema, { lockTimeoutMs: 200, attempts: 2, log }).finally(async () => {
+      await reader`commit`;
+      reader.release();
+    });
+    const deferred = ['vcons.doc compression lz4', 'vcon_parties_name_trgm_idx'];
+    expect(held.optional?.changed).toEqual([]);
+    expect(held.optional?.deferred).toEqual(deferred);
+    expect(warnings).toEqual([expect.objectContaining({ deferred })]);
+    const next = await migrate(sql, schema, { lockTimeoutMs: 200, attempts: 2 });
+    expect(next.optional?.changed).toEqual(['vcons.doc compression lz4', 'vcon_parties_name_trgm_idx']);
   });
 
   it('lets several processes migrate the same schema at once', async () => {
