@@ -16,16 +16,16 @@ import { Worker } from 'node:worker_threads';
 const indexRepos = (db: Db): IndexRepos => ({ index: createSearchIndexRepo(db), queue: createIndexQueueRepo(db) });
 
 /**
- * An indexing transaction commits without waiting for its WAL flush (a round's commit no longer
- * waits on the disk). A crash then loses at most the last rounds, each whole: their index rows and
- * the removal of their queue rows together, so their vCons are still queued and are indexed again.
- * Writes of vCons stay synchronous.
+ * A lossy indexing transaction (an indexing round) commits without waiting for its WAL flush: a
+ * crash can lose at most the last rounds, each whole (index rows and the removal of their queue
+ * rows together), so their vCons are still queued and are indexed again. Re-embedding pages, which
+ * nothing re-queues, and writes of vCons stay synchronous.
  */
 const indexTransactor =
   (sql: Sql): IndexTransact =>
-  (fn) =>
+  (fn, opts) =>
     sql.begin(async (tx) => {
-      await tx`set local synchronous_commit = off`;
+      if (opts?.lossy) await tx`set local synchronous_commit = off`;
       return fn(indexRepos(tx));
     }) as never;
 

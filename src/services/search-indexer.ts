@@ -18,8 +18,11 @@ export interface IndexRepos {
   queue: IndexQueueRepo;
 }
 
-/** Runs `fn` in a transaction of its own, with repos bound to it. */
-export type IndexTransact = <T>(fn: (repos: IndexRepos) => Promise<T>) => Promise<T>;
+/**
+ * Runs `fn` in a transaction of its own, with repos bound to it. `lossy`: the commit need not wait
+ * for its WAL flush, because what a crash could lose is still queued and is indexed again.
+ */
+export type IndexTransact = <T>(fn: (repos: IndexRepos) => Promise<T>, opts?: { lossy?: boolean }) => Promise<T>;
 
 /** A vCon's searchable texts. */
 export interface IndexItem {
@@ -43,6 +46,9 @@ const EMBED_SLICE = 25;
  * rows it needs itself (those no running round holds).
  */
 export const HELP_AFTER_MS = 100;
+
+/** vCons per round of such a request (~15 ms of CPU with the local provider). */
+const HELP_BATCH = 20;
 
 /** vCons per indexing round: one transaction and one embed call (~20 texts a vCon). */
 export const INDEX_BATCH = 100;
@@ -167,48 +173,53 @@ export function createSearchIndexer(deps: {
    * rows stay queued for a retry. Returns how many vCons were claimed.
    */
   async function indexRound(n: number, filter: ClaimFilter = {}): Promise<number> {
-    return transact(async (r) => {
-      const uuids = await r.queue.claim(n, filter);
-      if (uuids.length === 0) return 0;
-      const docs = await r.index.docs(uuids);
-      const items: IndexItem[] = await stage('derive: units', () =>
-        Promise.all(
-          docs.map(async (d) => ({
-            uuid: d.uuid,
-            created_at: d.created_at,
-            indexed: d.indexed,
-            units: d.kind === 'plain' ? extractUnits(d.doc, await decodeBodies(d.doc)) : [],
-          })),
-        ),
-      );
-      const plan = await planEmbed(r, items);
-      // The keyword rows go to the database while this thread embeds, so both work at once. The
-      // embedding issues no statement (the connection carries one COPY at a time) and never
-      // rejects; the round ends only after the writes did, so an error rolls back a quiet connection.
-      const stop = new AbortController();
-      const written = (async () => {
-        await r.index.writeUnits(items);
-        await r.index.writeSearchDocs(items);
-      })();
-      // A failed write ends the round: the embedding stops at its next slice instead of running on
-      // beside the next round's.
-      written.catch(() => stop.abort());
-      const embedded = embedPlanned(r, plan, stop.signal).then(
-        (rows) => ({ rows }),
-        (error: unknown) => ({ error }),
-      );
-      await written;
-      const e = await embedded;
-      if ('error' in e) {
-        if (!(e.error instanceof EmbedFailure)) throw e.error;
-        await r.queue.fail(uuids, e.error.message);
-        deps.log?.warn({ err: e.error.message, vcons: uuids.length }, 'embedding failed; the vCons stay queued for a retry');
+    return transact(
+      async (r) => {
+        const uuids = await r.queue.claim(n, filter);
+        if (uuids.length === 0) return 0;
+        const docs = await r.index.docs(uuids);
+        const items: IndexItem[] = await stage('derive: units', () =>
+          Promise.all(
+            docs.map(async (d) => ({
+              uuid: d.uuid,
+              created_at: d.created_at,
+              indexed: d.indexed,
+              units: d.kind === 'plain' ? extractUnits(d.doc, await decodeBodies(d.doc)) : [],
+            })),
+          ),
+        );
+        const plan = await planEmbed(r, items);
+        // The keyword rows go to the database while this thread embeds, so both work at once. The
+        // embedding issues no statement (the connection carries one COPY at a time) and never
+        // rejects; the round ends only after the writes did, so an error rolls back a quiet connection.
+        const stop = new AbortController();
+        const written = (async () => {
+          await r.index.writeUnits(items);
+          await r.index.writeSearchDocs(items);
+        })();
+        // A failed write ends the round: the embedding stops at its next slice instead of running on
+        // beside the next round's.
+        written.catch(() => stop.abort());
+        const embedded = embedPlanned(r, plan, stop.signal).then(
+          (rows) => ({ rows }),
+          (error: unknown) => ({ error }),
+        );
+        await written;
+        const e = await embedded;
+        if ('error' in e) {
+          if (!(e.error instanceof EmbedFailure)) throw e.error;
+          await r.queue.fail(uuids, e.error.message);
+          deps.log?.warn({ err: e.error.message, vcons: uuids.length }, 'embedding failed; the vCons stay queued for a retry');
+          return uuids.length;
+        }
+        if (e.rows) await r.index.writeVectorRows(e.rows);
+        await r.queue.remove(uuids);
         return uuids.length;
-      }
-      if (e.rows) await r.index.writeVectorRows(e.rows);
-      await r.queue.remove(uuids);
-      return uuids.length;
-    });
+      },
+      // The round's index rows and the removal of its queue rows commit together: a crash that loses
+      // them leaves the vCons queued.
+      { lossy: true },
+    );
   }
 
   // Whether a waiting request of this process indexes for itself now (at most one at a time).
@@ -226,12 +237,15 @@ export function createSearchIndexer(deps: {
     const start = Date.now();
     const end = start + deadlineMs;
     for (;;) {
-      const self = help || (!helping && Date.now() - start >= HELP_AFTER_MS);
+      // Helping is bounded by the deadline: small rounds of a local provider only (a remote one's
+      // round takes seconds of HTTP calls), none started too close to the end.
+      const now = Date.now();
+      const self = help || (provider.inline && !helping && now - start >= HELP_AFTER_MS && end - now >= HELP_AFTER_MS);
       if (self) {
         if (!help) helping = true;
         let n: number;
         try {
-          n = await indexRound(batch, filter);
+          n = await indexRound(help ? batch : HELP_BATCH, filter);
         } finally {
           if (!help) helping = false;
         }

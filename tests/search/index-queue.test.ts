@@ -35,6 +35,22 @@ describe('the index queue', () => {
     const { indexer } = createSearch({ sql: t.sql, provider: createEmbeddingProvider(configFor(t.schema)), plugins: [], log: silent });
     return { services, indexer };
   };
+  /** The group's provider with each embed call delayed by `ms` (and `inline` overridden), counting the calls. */
+  const slowProvider = (ms: number, inline?: boolean) => {
+    let calls = 0;
+    const provider = new Proxy(createEmbeddingProvider(configFor(t.schema)), {
+      get(target, key, receiver) {
+        if (key === 'inline' && inline !== undefined) return inline;
+        if (key !== 'embed') return Reflect.get(target, key, receiver);
+        return async (texts: string[]) => {
+          calls++;
+          await new Promise((r) => setTimeout(r, ms));
+          return target.embed(texts);
+        };
+      },
+    });
+    return { provider, calls: () => calls };
+  };
   /** The stored ranking tsvector of a vCon, as text. */
   const tsvOf = async (uuid: string) => {
     const [row] = await t.sql<{ tsv: string }[]>`select tsv::text from vcon_search where vcon_uuid = ${uuid}::uuid`;
@@ -131,19 +147,8 @@ describe('the index queue', () => {
 
   test('a round whose write fails stops embedding at its next slice', async () => {
     const { services } = await indexing();
-    const base = createEmbeddingProvider(configFor(t.schema));
-    let slices = 0;
     // A slow embedder: each slice of 100 texts takes 50 ms, so the failed COPY is seen mid-embed.
-    const provider = new Proxy(base, {
-      get(target, key, receiver) {
-        if (key !== 'embed') return Reflect.get(target, key, receiver);
-        return async (texts: string[]) => {
-          slices++;
-          await new Promise((r) => setTimeout(r, 50));
-          return target.embed(texts);
-        };
-      },
-    });
+    const { provider, calls } = slowProvider(50);
     const { indexer } = createSearch({ sql: t.sql, provider, plugins: [], log: silent });
     while ((await indexer.indexRound(500)) > 0);
     const docs = Array.from({ length: 300 }, (_, i) => buildVcon({ subject: `Dripping gutter ${i}`, turns: ['Rain pours over the gutter.'] }));
@@ -153,7 +158,7 @@ describe('the index queue', () => {
     await t.sql.unsafe(`
       create function refuse_units() returns trigger language plpgsql as $$ begin raise exception 'units refused'; end $$;
       create trigger refuse_units before insert on search_units for each row execute function refuse_units()`);
-    slices = 0;
+    const before = calls();
     try {
       await expect(indexer.indexRound(300)).rejects.toThrow('units refused');
     } finally {
@@ -162,7 +167,7 @@ describe('the index queue', () => {
     // Give an embedding that ran on a chance to finish its slices.
     await new Promise((r) => setTimeout(r, 300));
     // 300 texts are three slices; the failure is known during the first.
-    expect(slices).toBeLessThan(3);
+    expect(calls() - before).toBeLessThan(3);
     while ((await indexer.indexRound(500)) > 0);
   });
 
@@ -181,7 +186,7 @@ describe('the index queue', () => {
     expect(await count('vcon_search', v.uuid as string)).toBe(1);
   });
 
-  test('an indexing round commits without waiting for its WAL flush; a write waits for it', async () => {
+  test('an indexing round commits without waiting for its WAL flush; a write and a re-embed page wait for it', async () => {
     const { services, indexer } = await indexing();
     while ((await indexer.indexRound(100)) > 0);
     await t.sql.unsafe(`
@@ -189,20 +194,42 @@ describe('the index queue', () => {
       create function note_commit_mode() returns trigger language plpgsql as $$
         begin insert into commit_modes values (tg_table_name, current_setting('synchronous_commit')); return null; end $$;
       create trigger note_commit_mode after insert on vcon_search for each statement execute function note_commit_mode();
+      create trigger note_commit_mode after insert on vcon_vectors for each statement execute function note_commit_mode();
       create trigger note_commit_mode after insert on vcons for each statement execute function note_commit_mode()`);
     try {
-      await services.vcons.create(buildVcon({ subject: 'Burst pipe', turns: ['Water everywhere in the hall.'] }), internalCtx);
+      const v = buildVcon({ subject: 'Burst pipe', turns: ['Water everywhere in the hall.'] });
+      await services.vcons.create(v, internalCtx);
       expect(await indexer.indexRound(100)).toBe(1);
-      const rows = await t.sql<{ tbl: string; mode: string }[]>`select tbl, mode from commit_modes order by tbl`;
+      // Vectors nothing re-queues: the re-embed tool writes them again, synchronously.
+      await t.sql`delete from vcon_vectors where vcon_uuid = ${v.uuid as string}::uuid`;
+      expect(await indexer.reembedMissing()).toBe(1);
+      const rows = await t.sql<{ tbl: string; mode: string }[]>`select tbl, mode from commit_modes`;
       expect(rows).toEqual([
-        { tbl: 'vcon_search', mode: 'off' },
         { tbl: 'vcons', mode: 'on' },
+        { tbl: 'vcon_search', mode: 'off' },
+        { tbl: 'vcon_vectors', mode: 'off' },
+        { tbl: 'vcon_vectors', mode: 'on' },
       ]);
     } finally {
       await t.sql.unsafe(`
-        drop trigger note_commit_mode on vcon_search; drop trigger note_commit_mode on vcons;
+        drop trigger note_commit_mode on vcon_search; drop trigger note_commit_mode on vcon_vectors; drop trigger note_commit_mode on vcons;
         drop function note_commit_mode(); drop table commit_modes`);
     }
+  });
+
+  test("a search does not help a remote provider's slow indexing past its deadline", async () => {
+    const { services } = await indexing();
+    // A remote provider (not inline) whose embed call takes 4 s.
+    const { provider, calls } = slowProvider(4_000, false);
+    const { indexer } = createSearch({ sql: t.sql, provider, plugins: [], log: silent });
+    await services.vcons.create(buildVcon({ subject: 'Slow remote', turns: ['A remote model is slow today.'] }), internalCtx);
+    const t0 = performance.now();
+    expect(await indexer.catchUp(1_000, false)).toBe(false);
+    expect(performance.now() - t0).toBeLessThan(1_800);
+    expect(calls()).toBe(0);
+    // The local indexer indexes it for the tests after this one.
+    const local = (await indexing()).indexer;
+    while ((await local.indexRound(100)) > 0);
   });
 
   test('a queue left by a stopped instance is indexed by the next one', async () => {
