@@ -130,6 +130,9 @@ function verify(schema: string, applied: { version: number; name: string; checks
 export const MIGRATION_LOCK_TIMEOUT_MS = 5_000;
 export const MIGRATION_ATTEMPTS = 3;
 
+/** The lock wait of each optional change (lz4, a trigram index), at most (ms). */
+const OPTIONAL_LOCK_TIMEOUT_MS = 1_000;
+
 /** lock_not_available: the statement's lock_timeout expired. */
 const LOCK_NOT_AVAILABLE = '55P03';
 
@@ -209,7 +212,7 @@ async function migrateOnce(
       appliedNow.push(m.name);
     }
     step.name = 'the optional step (lz4, trigram indexes)';
-    if (runOptional) optional = await ensureOptional(tx, pg_trgm);
+    if (runOptional) optional = await ensureOptional(tx, pg_trgm, lockTimeoutMs);
   });
   if (appliedNow.length) opts.log?.info({ migrated_schema: schema, applied: appliedNow }, 'migrations applied');
   if (optional?.changed.length) opts.log?.info({ migrated_schema: schema, optional: optional.changed }, 'optional schema features added');
@@ -246,8 +249,11 @@ const TRIGRAM_INDEXES: readonly [string, string, string][] = [
  * indexes of substring filters. Each step reads the catalog first, so a re-run changes nothing, and
  * a server that gains lz4 or pg_trgm later gets them at the next start.
  */
-async function ensureOptional(tx: TransactionSql, pgTrgm: boolean): Promise<OptionalState> {
+async function ensureOptional(tx: TransactionSql, pgTrgm: boolean, lockTimeoutMs: number): Promise<OptionalState> {
   const changed: string[] = [];
+  // Each optional change waits for its lock one after another: a shorter wait keeps a start that
+  // defers them all (and the writers queued behind each wait) within a few seconds.
+  await tx.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(Math.min(lockTimeoutMs, OPTIONAL_LOCK_TIMEOUT_MS)))}`);
   const deferred: string[] = [];
   // Each change in a savepoint: a lock another session holds (lock_timeout) defers it to the next
   // start instead of refusing this one for an optional feature.

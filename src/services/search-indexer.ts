@@ -50,6 +50,9 @@ export const HELP_AFTER_MS = 100;
 /** vCons per round of such a request (~15 ms of CPU with the local provider). */
 const HELP_BATCH = 20;
 
+/** Time one request spends helping at most (ms); then it waits for the index thread as before. */
+export const HELP_BUDGET_MS = 250;
+
 /** vCons per indexing round: one transaction and one embed call (~20 texts a vCon). */
 export const INDEX_BATCH = 100;
 
@@ -236,18 +239,23 @@ export function createSearchIndexer(deps: {
   async function drain(filter: ClaimFilter, deadlineMs: number, help: boolean): Promise<boolean> {
     const start = Date.now();
     const end = start + deadlineMs;
+    let helped = 0;
     for (;;) {
-      // Helping is bounded by the deadline: small rounds of a local provider only (a remote one's
-      // round takes seconds of HTTP calls), none started too close to the end.
+      // Helping is bounded: small rounds of a local provider only (a remote one's round takes
+      // seconds of HTTP calls), none started too close to the deadline, and at most HELP_BUDGET_MS
+      // of them per request (a backlog is the index thread's: a search must not carry a bulk import).
       const now = Date.now();
-      const self = help || (provider.inline && !helping && now - start >= HELP_AFTER_MS && end - now >= HELP_AFTER_MS);
+      const self = help || (provider.inline && !helping && now - start >= HELP_AFTER_MS && end - now >= HELP_AFTER_MS && helped < HELP_BUDGET_MS);
       if (self) {
         if (!help) helping = true;
         let n: number;
         try {
           n = await indexRound(help ? batch : HELP_BATCH, filter);
         } finally {
-          if (!help) helping = false;
+          if (!help) {
+            helping = false;
+            helped += Date.now() - now;
+          }
         }
         if (n > 0) {
           if (Date.now() >= end) return !(await queue.pending(filter));

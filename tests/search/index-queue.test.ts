@@ -217,6 +217,23 @@ describe('the index queue', () => {
     }
   });
 
+  test("a search helps a lagging thread for a bounded time only: a backlog stays the thread's", async () => {
+    const { services, indexer } = await indexing();
+    while ((await indexer.indexRound(100)) > 0);
+    for (let b = 0; b < 10; b++) {
+      const docs = Array.from({ length: 100 }, (_, i) => buildVcon({ subject: `Backlog ${b}-${i}`, turns: ['A bulk import of old calls.'] }));
+      await services.vcons.batch(docs, internalCtx);
+    }
+    const queued = async () => (await t.sql<{ n: number }[]>`select count(*)::int as n from index_queue`)[0].n;
+    expect(await queued()).toBe(1_000);
+    // help = false and no thread comes: the search helps for ~HELP_BUDGET_MS, then only waits.
+    expect(await indexer.catchUp(1_500, false)).toBe(false);
+    const left = await queued();
+    expect(left).toBeLessThan(1_000);
+    expect(left).toBeGreaterThan(500);
+    while ((await indexer.indexRound(100)) > 0);
+  });
+
   test("a search does not help a remote provider's slow indexing past its deadline", async () => {
     const { services } = await indexing();
     // A remote provider (not inline) whose embed call takes 4 s.
