@@ -5,7 +5,7 @@
 import type { EmbeddingProvider } from './types.js';
 import { editDistance, MODEL_VERSION, normalize } from './text.js';
 import { DEFAULT_HASH_DIMS } from './hashing.js';
-import { createFeaturizer, type WordFeatures } from './features.js';
+import { createFeaturizer, type Scanned } from './features.js';
 import { computeCommon, sifWeight, trigrams, type WordVectors } from './glove-cache.js';
 
 export interface SifOptions {
@@ -113,14 +113,19 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
     return i < 0 ? null : hotWord(i);
   };
 
-  /** The GloVe half of the scanned words into `v` (zeroed): SIF-weighted mean, common component removed, unit length (or zero). */
-  function addGlove(words: WordFeatures<HotWord>[], count: number, v: Float32Array): Float32Array {
+  /**
+   * The GloVe half of the scanned words into `v` (zeroed): SIF-weighted mean, common component
+   * removed, unit length (or zero). Each distinct word once, weighted by its count.
+   */
+  function addGlove(text: Scanned<HotWord>, v: Float32Array): Float32Array {
+    const { distinct, distinctCount } = text;
     let n = 0;
-    for (let j = 0; j < count; j++) {
-      const w = words[j];
+    for (let j = 0; j < distinctCount; j++) {
+      const w = distinct[j];
       const hit = w.glove === undefined ? (w.glove = lookup(w.token)) : w.glove;
       if (!hit) continue;
-      const { k, data } = hit;
+      const { data } = hit;
+      const k = hit.k * w.tf;
       for (let d = 0; d < dims; d++) v[d] += k * data[d];
       n++;
     }
@@ -135,8 +140,7 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
 
   /** The GloVe half alone. */
   function encodeGlove(text: string): Float32Array {
-    const { words, count } = featurizer.scan(text);
-    return addGlove(words, count, new Float32Array(dims));
+    return addGlove(featurizer.scan(text), new Float32Array(dims));
   }
 
   const total = dims + o.hashDims;
@@ -148,13 +152,13 @@ export function createSifEncoder(wv: WordVectors, options: SifOptions = {}) {
 
   /** The full vector: [√share · GloVe half, √(1−share) · hashing half], renormalised, into `out` (zeroed). */
   function encode(text: string, out = new Float32Array(total)): Float32Array {
-    const { words, count } = featurizer.scan(text);
+    const scanned = featurizer.scan(text);
     g.fill(0);
-    addGlove(words, count, g);
+    addGlove(scanned, g);
     for (let d = 0; d < dims; d++) out[d] = g[d] * gw;
     if (o.hashDims > 0) {
       h.fill(0);
-      featurizer.addHashed(words, count, h);
+      featurizer.addHashed(scanned, h);
       normalize(h);
       for (let d = 0; d < o.hashDims; d++) out[dims + d] = h[d] * hw;
     }

@@ -12,8 +12,7 @@ const HASHING_WORDS = 8_192;
 /** One normalised hashed vector, with the words of `featurizer` (a fresh one if none is given). */
 export function embedHashed(text: string, dims = DEFAULT_HASH_DIMS, featurizer: Featurizer<never> = createFeaturizer(HASHING_WORDS)): Float32Array {
   const v = new Float32Array(dims);
-  const { words, count } = featurizer.scan(text);
-  featurizer.addHashed(words, count, v);
+  featurizer.addHashed(featurizer.scan(text), v);
   return normalize(v);
 }
 

@@ -176,24 +176,39 @@ describe('fast embedder equals the reference', () => {
     }
   });
 
-  test('the hashing half is bit-identical, with a warm cache, an evicting one and a fresh one', () => {
+  // A word's features are added once with its count as weight (one rounding instead of one per
+  // occurrence, and buckets summed in another order): equal to the reference up to float32 rounding.
+  test('the hashing half differs by at most 1e-6 per component, with a warm cache, an evicting one and a fresh one', () => {
     const warm = createFeaturizer<never>(8192);
     // Four words and 64 feature ids: the cache evicts and the ids start afresh all the time.
     const tiny = createFeaturizer<never>(4, 64);
+    let worst = 0;
     for (const t of texts) {
       const ref = refHashed(t, new Float32Array(256));
-      expect([...embedHashed(t, 256, warm)]).toEqual([...ref]);
-      expect([...embedHashed(t, 256, tiny)]).toEqual([...ref]);
-      expect([...embedHashed(t)]).toEqual([...ref]);
+      for (const v of [embedHashed(t, 256, warm), embedHashed(t, 256, tiny), embedHashed(t)]) worst = Math.max(worst, maxDiff(v, ref));
     }
+    expect(worst).toBeLessThan(1e-6);
   });
 
-  test('whole vectors differ by at most 1e-6 per component, cold and warm', () => {
+  test('a repeated word weighs 1 + ln(count), its n-grams their share times its count', () => {
+    // Words in the text that are each other's n-gram neighbours: counts must add per feature.
+    for (const t of [
+      'refund refund refund invoice',
+      'refund invoice refund invoices refunded refund',
+      `${COLLIDING[0]} ${COLLIDING[1]} ${COLLIDING[0]}`,
+    ])
+      expect(maxDiff(embedHashed(t), refHashed(t, new Float32Array(256)))).toBeLessThan(1e-7);
+  });
+
+  // The reference sums the GloVe half in float32 once per occurrence; the encoder once per distinct
+  // word (count × weight), which rounds less: a text repeating a few words many times differs by
+  // a few 1e-6 (a cosine within 1e-9 of the reference's).
+  test('whole vectors differ by at most 1e-5 per component, cold and warm', () => {
     const enc = createSifEncoder(wv);
     for (const round of ['cold', 'warm']) {
       for (const t of texts) {
         const d = maxDiff(enc.encode(t), refEncode(wv, enc.wordRow, t));
-        if (d > 1e-6) throw new Error(`${round}: ${d} on ${JSON.stringify(t.slice(0, 80))}`);
+        if (d > 1e-5) throw new Error(`${round}: ${d} on ${JSON.stringify(t.slice(0, 80))}`);
       }
     }
     expect(enc.encode('')).toEqual(new Float32Array(enc.dimensions));
