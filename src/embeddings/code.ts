@@ -79,14 +79,32 @@ export function signCodeBytes(v: Float32Array): Uint8Array {
       for (let m = half; m < 2 * half; m++) tables[t0 + m] = tables[t0 + m - half] + twice;
     }
   }
-  for (let b = 0; b < CODE_BITS; b++) {
-    let sum = 0;
-    for (let g = 0, at = b * groups; g < groups; g++) sum += tables[g * 256 + masks[at + g]];
+  // Four bits at a time: each bit's sum is still added group by group in order (the same sums),
+  // but four independent chains of additions keep the CPU busy where one waited on each addition.
+  const set = (b: number, sum: number) => {
     if (!(Math.abs(sum) > 2 * margin)) {
       sum = 0;
       for (let d = 0, r = b * dims; d < dims; d++) sum += rows[r + d] * v[d];
     }
     if (sum > 0) out[b >> 3] |= 0x80 >> (b & 7);
+  };
+  for (let b = 0; b < CODE_BITS; b += 4) {
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    const a0 = b * groups;
+    const [a1, a2, a3] = [a0 + groups, a0 + 2 * groups, a0 + 3 * groups];
+    for (let g = 0, t = 0; g < groups; g++, t += 256) {
+      s0 += tables[t + masks[a0 + g]];
+      s1 += tables[t + masks[a1 + g]];
+      s2 += tables[t + masks[a2 + g]];
+      s3 += tables[t + masks[a3 + g]];
+    }
+    set(b, s0);
+    set(b + 1, s1);
+    set(b + 2, s2);
+    set(b + 3, s3);
   }
   return out;
 }
