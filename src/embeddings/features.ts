@@ -8,7 +8,7 @@
 // and each adds its features once, weighted by its count (of a fixture vCon's whole text 46 % of the
 // words are distinct, of a bench corpus vCon's 22 %): the vectors are those of the plain algorithm up to float32 rounding
 // (tests/unit/embed-equivalence.test.ts keeps a reference copy of it). Stored vectors stay valid.
-import { FNV_OFFSET, fnvFinish, fnvUpdate, hash32, isContentToken, scanTokens, stem } from './text.js';
+import { FNV_OFFSET, fnvFinish, fnvUpdate, hash32, isContentToken, scanSpans, stem } from './text.js';
 
 const WORD_W = 1;
 const BIGRAM_W = 0.6;
@@ -61,9 +61,10 @@ function grown<T extends Uint32Array | Int32Array | Float64Array>(a: T, min: num
 }
 
 /**
- * A text's tokenizer and feature accumulator, with a cache of `maxWords` distinct tokens (oldest
- * out first). The feature ids are bounded too: past `maxFeatures` the ids and the word cache start
- * afresh before the next text. Not reentrant: one text at a time, as the synchronous encoders use it.
+ * A text's tokenizer and feature accumulator, with a cache of `maxWords` distinct tokens (full, it
+ * starts afresh). The feature ids are bounded too: past `maxFeatures` the ids and the word cache
+ * start afresh before the next text. Not reentrant: one text at a time, as the synchronous encoders
+ * use it.
  */
 export function createFeaturizer<G>(maxWords: number, maxFeatures = 1 << 16) {
   let ids = new Map<string, number>();
@@ -84,7 +85,52 @@ export function createFeaturizer<G>(maxWords: number, maxFeatures = 1 << 16) {
     return id;
   };
 
-  const words = new Map<string, WordFeatures<G>>();
+  // The word cache: open addressing on the token's FNV hash, looked up with the token where it
+  // stands in the lower-cased text (a string sliced per token was most of the embedding's garbage).
+  let wordKeys: (string | undefined)[] = [];
+  let wordHashes = new Int32Array(0);
+  let wordValues: (WordFeatures<G> | undefined)[] = [];
+  let wordCount = 0;
+  const clearWords = () => {
+    const capacity = 2 ** Math.ceil(Math.log2(2 * maxWords + 2));
+    wordKeys = new Array<string | undefined>(capacity).fill(undefined);
+    wordHashes = new Int32Array(capacity);
+    wordValues = new Array<WordFeatures<G> | undefined>(capacity).fill(undefined);
+    wordCount = 0;
+  };
+  clearWords();
+  /** The slot of the token s[from, to) with hash h: its own, or the empty one where it would go. */
+  const wordSlot = (s: string, from: number, to: number, h: number) => {
+    const mask = wordKeys.length - 1;
+    const len = to - from;
+    for (let i = h & mask; ; i = (i + 1) & mask) {
+      const k = wordKeys[i];
+      if (k === undefined) return i;
+      if (wordHashes[i] !== h || k.length !== len) continue;
+      let c = 0;
+      while (c < len && k.charCodeAt(c) === s.charCodeAt(from + c)) c++;
+      if (c === len) return i;
+    }
+  };
+  /** The cached features of the token s[from, to), built on first sight. */
+  const wordAt = (s: string, from: number, to: number): WordFeatures<G> => {
+    let h = FNV_OFFSET;
+    for (let c = from; c < to; c++) h = Math.imul(h ^ s.charCodeAt(c), 0x01000193);
+    let i = wordSlot(s, from, to, h);
+    const hit = wordValues[i];
+    if (hit !== undefined) return hit;
+    if (wordCount >= maxWords) {
+      clearWords();
+      i = wordSlot(s, from, to, h);
+    }
+    const w = build(s.slice(from, to));
+    wordKeys[i] = w.token;
+    wordHashes[i] = h;
+    wordValues[i] = w;
+    wordCount++;
+    return w;
+  };
+
   const build = (token: string): WordFeatures<G> => {
     const s = stem(token);
     const padded = `<${s}>`;
@@ -113,14 +159,8 @@ export function createFeaturizer<G>(maxWords: number, maxFeatures = 1 << 16) {
   let count = 0;
   let distinctCount = 0;
   let scans = 0;
-  const visit = (token: string, digits: boolean) => {
-    // Single characters and digit runs are never content: skip them before the cache.
-    if (token.length <= 1 || (digits && token.length >= 3)) return;
-    let w = words.get(token);
-    if (w === undefined) {
-      if (words.size >= maxWords) words.delete(words.keys().next().value as string);
-      words.set(token, (w = build(token)));
-    }
+  // Single characters and digit runs are never content: skipped before the cache.
+  const count1 = (w: WordFeatures<G>) => {
     if (!w.content) return;
     seq[count++] = w;
     if (w.seenIn !== scans) {
@@ -130,6 +170,15 @@ export function createFeaturizer<G>(maxWords: number, maxFeatures = 1 << 16) {
     }
     w.tf++;
   };
+  let lower = '';
+  const span = (from: number, to: number, digits: boolean) => {
+    if (to - from <= 1 || (digits && to - from >= 3)) return;
+    count1(wordAt(lower, from, to));
+  };
+  const token = (t: string, digits: boolean) => {
+    if (t.length <= 1 || (digits && t.length >= 3)) return;
+    count1(wordAt(t, 0, t.length));
+  };
 
   /**
    * The content tokens of `text`, valid until the next call. A word evicted from the cache and
@@ -138,16 +187,18 @@ export function createFeaturizer<G>(maxWords: number, maxFeatures = 1 << 16) {
   const scan = (text: string): Scanned<G> => {
     if (ids.size > maxFeatures) {
       ids = new Map();
-      words.clear();
+      clearWords();
     }
     count = 0;
     distinctCount = 0;
     if (++scans === 0x7fffffff) {
       // After 2 billion texts: forget every mark rather than mistake an old one (0: never counted).
-      for (const w of words.values()) w.seenIn = 0;
+      for (const w of wordValues) if (w) w.seenIn = 0;
       scans = 1;
     }
-    scanTokens(text, visit);
+    lower = text.toLowerCase();
+    scanSpans(lower, span, token);
+    lower = '';
     scanned.count = count;
     scanned.distinctCount = distinctCount;
     return scanned;

@@ -67,6 +67,19 @@ function classAt(s: string, i: number): number {
  */
 export function scanTokens(text: string, visit: (token: string, digits: boolean) => void): void {
   const s = text.toLowerCase();
+  scanSpans(s, (start, end, digits) => visit(s.slice(start, end), digits), visit);
+}
+
+/**
+ * scanTokens over an already lower-cased text, without a string per token: a token that is a
+ * span of `s` as it stands goes to `span` (start, end); one with apostrophes, which are dropped,
+ * goes to `token` as a string.
+ */
+export function scanSpans(
+  s: string,
+  span: (start: number, end: number, digits: boolean) => void,
+  token: (token: string, digits: boolean) => void,
+): void {
   const len = s.length;
   let i = 0;
   while (i < len) {
@@ -93,13 +106,13 @@ export function scanTokens(text: string, visit: (token: string, digits: boolean)
       while (i < len && ((k = classAt(s, i)) & 3) === LETTER) i += k >> 2;
     }
     if (!apostrophes) {
-      visit(s.slice(start, i), digits);
+      span(start, i, digits);
       continue;
     }
     let t = s.slice(start, i).replace(/’/g, "'");
     if (t.endsWith("'s")) t = t.slice(0, -2);
     t = t.replace(/'/g, '');
-    visit(t, /^\d+$/.test(t));
+    token(t, /^\d+$/.test(t));
   }
 }
 
