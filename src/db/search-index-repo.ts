@@ -172,7 +172,8 @@ export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon)
 
     /**
      * Rewrites the per-vCon ranking tsvector of some vCons from their units (vCons without units
-     * get no row): per weight, the tsvector made here from the text's tokens (plainTokens), else
+     * get no row): per weight, the tsvector made here from the text's tokens (plainTokens: party
+     * texts with their e-mail addresses and phone numbers too), else
      * the database's to_tsvector of the text (one query, in binary); the four are joined here as
      * || joins them and sent in binary by COPY (parsing tsvector text was most of the database's
      * time in this write). The rare vCon whose join would cap positions goes through the statement
@@ -210,8 +211,9 @@ export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon)
           }),
         );
       }
+      // Timed only when asked: a round whose texts were all made here shows no such stage.
       const [early, more] = await Promise.all([
-        stage('sql: to_tsvector', () => made),
+        theirs.length > 0 ? stage('sql: to_tsvector', () => made) : made,
         madeByDatabase(
           late.map(([n, k]) => texts[n][k]),
           late.map(([, k]) => WEIGHTS[k]),

@@ -2,12 +2,17 @@
 // its parser cost ~0.4 ms of the database's CPU per vCon (~4 KB of text), most of an indexing
 // round's. Only texts whose every token is unambiguous take this path: ASCII words, numbers,
 // hyphenated words, separated by white space and punctuation that PostgreSQL's default parser
-// reads as blanks. Anything else (URLs, e-mail addresses, hosts, file names, decimals, signed
-// numbers, letters mixed with digits, non-ASCII text) returns null and goes to to_tsvector as
-// before. Lexemes come from the database's own dictionary (ts_lexize, cached), so a stored
-// tsvector is the one to_tsvector gives (tests/search/tsvector.test.ts compares them). A vCon's four
-// weights are joined here as || joins them and sent in tsvector's binary format: reading the text
-// form cost the database about as much again.
+// reads as blanks; and the shapes of party texts ("Ann Lee ann.lee@example.com +15551234567",
+// 'mailto:', 'tel:+1-555-2222'): e-mail addresses of letter-led alphanumeric runs joined by '.',
+// '-' or '_' with a host ending in a label of two letters or more (its lexeme the address
+// lower-cased, as the simple dictionary does), signed integers after a blank, a colon or another
+// signed integer, and a word after 'word:'. Anything else (URLs, other addresses, hosts, file
+// names, decimals, letters mixed with digits, non-ASCII text) returns null and goes to to_tsvector
+// as before. Lexemes come from the database's own dictionary (ts_lexize, cached), so a stored
+// tsvector is the one to_tsvector gives (tests/search/tsvector.test.ts compares them, by = and byte
+// for byte, on fuzzed texts, addresses and phone numbers). A vCon's four weights are joined here as
+// || joins them and sent in tsvector's binary format: reading the text form cost the database about
+// as much again.
 
 /** Longest text (characters) made here; to_tsvector takes the rest. */
 const MAX_TEXT_CHARS = 50_000;
@@ -19,7 +24,7 @@ const MAX_POSITIONS = 200;
 /** Tokens of a text made here: positions past 16,383 are all 16,383 in a tsvector. */
 const MAX_TOKENS = 16_000;
 
-const [OTHER, LETTER, DIGIT, BLANK, DOT, COLON, HYPHEN] = [0, 1, 2, 3, 4, 5, 6];
+const [OTHER, LETTER, DIGIT, BLANK, DOT, COLON, HYPHEN, PLUS] = [0, 1, 2, 3, 4, 5, 6, 7];
 
 /** Character classes of ASCII; everything else is OTHER (the text goes to to_tsvector). */
 const CLASS = new Uint8Array(128);
@@ -27,36 +32,94 @@ for (let c = 65; c <= 90; c++) CLASS[c] = LETTER;
 for (let c = 97; c <= 122; c++) CLASS[c] = LETTER;
 for (let c = 48; c <= 57; c++) CLASS[c] = DIGIT;
 // Blanks in every context: white space and punctuation with no meaning to the parser outside
-// URLs (and a URL needs characters refused here: '/', '@', a dot or colon before a word).
+// URLs (and a URL needs characters refused here: '/', a dot before a word).
 for (const ch of ' \t\n\r,;!?()[]{}"\'*=|%$^#`') CLASS[ch.charCodeAt(0)] = BLANK;
 CLASS[46] = DOT;
 CLASS[58] = COLON;
 CLASS[45] = HYPHEN;
+CLASS[43] = PLUS;
 
 const classOf = (text: string, i: number) => {
   const c = text.charCodeAt(i);
   return c < 128 ? CLASS[c] : OTHER;
 };
 
+/** How a token becomes its lexeme: a word by english_stem, a number is itself, an e-mail address lower-cased (the simple dictionary). */
+const WORD = 0;
+const NUMBER = 1;
+const EMAIL = 2;
+export type TokenKind = typeof WORD | typeof NUMBER | typeof EMAIL;
+
+/** The token that ended where the scan stands: a colon or a sign after it reads differently. */
+const [NO_TOKEN, PLAIN_WORD, OTHER_WORD, UNSIGNED, SIGNED, ADDRESS] = [0, 1, 2, 3, 4, 5];
+
+const isDigitCode = (c: number) => c >= 48 && c <= 57;
+const isLetterCode = (c: number) => (c | 32) >= 97 && (c | 32) <= 122;
+const isAlnumCode = (c: number) => isDigitCode(c) || isLetterCode(c);
+/** '.', '-' and '_': what joins the parts of an address. */
+const isJoinCode = (c: number) => c === 46 || c === 45 || c === 95;
+
+/** Whether text[from, to) is alphanumeric runs joined by single '.', '-' or '_', starting with a letter. */
+function isJoinedRuns(text: string, from: number, to: number): boolean {
+  if (from >= to || !isLetterCode(text.charCodeAt(from)) || !isAlnumCode(text.charCodeAt(to - 1))) return false;
+  for (let i = from + 1; i < to; i++) if (isJoinCode(text.charCodeAt(i)) && !isAlnumCode(text.charCodeAt(i + 1))) return false;
+  return true;
+}
+
 /**
- * Calls `visit` with the start and end of each token of a text in the order the default parser
- * gives them, one position each: words, numbers, and for a hyphenated word the whole word then its
- * parts. False when the text holds anything else (the scan stops there) or `visit` returned false.
+ * The end of the e-mail address whose local part starts at `start` and whose '@' is at `at`, or -1
+ * when the parser may read it otherwise. Taken: a local part and a host of letter-led alphanumeric
+ * runs joined by single '.', '-' or '_', the host with a dot and a last label of two letters or more
+ * (the parser's host states all take these; its host then ends there, dots after it are the text's).
+ * A digit first can make a number ('1e5'), a last label with a digit or one letter is no host.
  */
-export function scanPlain(text: string, visit: (start: number, end: number) => boolean | void): boolean {
+function emailEnd(text: string, start: number, at: number): number {
+  if (!isJoinedRuns(text, start, at)) return -1;
+  let end = at + 1;
+  while (end < text.length && (isAlnumCode(text.charCodeAt(end)) || isJoinCode(text.charCodeAt(end)))) end++;
+  while (end > at + 1 && text.charCodeAt(end - 1) === 46) end--;
+  if (!isJoinedRuns(text, at + 1, end)) return -1;
+  const dot = text.lastIndexOf('.', end - 1);
+  if (dot <= at || end - dot < 3) return -1;
+  for (let i = dot + 1; i < end; i++) if (!isLetterCode(text.charCodeAt(i))) return -1;
+  return end;
+}
+
+/**
+ * Calls `visit` with the start, end and kind of each token of a text in the order the default
+ * parser gives them, one position each: words, numbers, for a hyphenated word the whole word then
+ * its parts, e-mail addresses, and signed integers ('+15551234567', '-5'; after a signed one the
+ * next sign starts another: '+1-555-2222' is three). False when the text holds anything else (the
+ * scan stops there) or `visit` returned false.
+ */
+export function scanPlain(text: string, visit: (start: number, end: number, kind: TokenKind) => boolean | void): boolean {
   const n = text.length;
   if (n > MAX_TEXT_CHARS) return false;
   let count = 0;
   let i = 0;
+  let last = NO_TOKEN;
   while (i < n) {
     const k = classOf(text, i);
     if (k === LETTER || k === DIGIT) {
       let j = i + 1;
       while (j < n && classOf(text, j) === k) j++;
+      // Letters then '@', or then '.', '-', '_' or digits up to an '@': an e-mail address, or not here.
+      if (k === LETTER && j < n && (isJoinCode(text.charCodeAt(j)) || isDigitCode(text.charCodeAt(j)) || text.charCodeAt(j) === 64)) {
+        let at = j;
+        while (at < n && (isAlnumCode(text.charCodeAt(at)) || isJoinCode(text.charCodeAt(at)))) at++;
+        if (at < n && text.charCodeAt(at) === 64) {
+          const end = emailEnd(text, i, at);
+          if (end < 0 || end - i > MAX_TOKEN_CHARS || ++count > MAX_TOKENS || visit(i, end, EMAIL) === false) return false;
+          last = ADDRESS;
+          i = end;
+          continue;
+        }
+      }
       // Letters next to digits (a numword, a float, a version): not here.
       if (j < n && classOf(text, j) === (k === LETTER ? DIGIT : LETTER)) return false;
       if (k === DIGIT) {
-        if (j - i > MAX_TOKEN_CHARS || ++count > MAX_TOKENS || visit(i, j) === false) return false;
+        if (j - i > MAX_TOKEN_CHARS || ++count > MAX_TOKENS || visit(i, j, NUMBER) === false) return false;
+        last = UNSIGNED;
       } else {
         // A hyphenated word: letters, then '-' and letters, again and again.
         const first = j;
@@ -70,11 +133,13 @@ export function scanPlain(text: string, visit: (start: number, end: number) => b
         }
         if (j - i > MAX_TOKEN_CHARS) return false;
         if (!parts) {
-          if (++count > MAX_TOKENS || visit(i, j) === false) return false;
+          if (++count > MAX_TOKENS || visit(i, j, WORD) === false) return false;
+          last = PLAIN_WORD;
         } else {
           count += 2 + parts.length / 2;
-          if (count > MAX_TOKENS || visit(i, j) === false || visit(i, first) === false) return false;
-          for (let p = 0; p < parts.length; p += 2) if (visit(parts[p], parts[p + 1]) === false) return false;
+          if (count > MAX_TOKENS || visit(i, j, WORD) === false || visit(i, first, WORD) === false) return false;
+          for (let p = 0; p < parts.length; p += 2) if (visit(parts[p], parts[p + 1], WORD) === false) return false;
+          last = OTHER_WORD;
         }
       }
       i = j;
@@ -90,23 +155,39 @@ export function scanPlain(text: string, visit: (start: number, end: number) => b
         while (j < n && text.charCodeAt(j) === 46) j++;
         const after = j < n ? classOf(text, j) : BLANK;
         if ((j - i !== 1 && j - i !== 3) || after === LETTER || after === DIGIT) return false;
+        last = NO_TOKEN;
         i = j;
         continue;
       }
       case COLON:
-        // Before a word or number: URLs, times.
-        if (next === LETTER || next === DIGIT) return false;
+        // Before a number: times, ports. Before a word: URLs, except after a plain word, which the
+        // parser ends there as it is no protocol ('mailto:ann@example.org', 'tel:+1555').
+        if (next === DIGIT || (next === LETTER && last !== PLAIN_WORD)) return false;
         break;
-      case HYPHEN: {
-        // Alone between blanks only: after a token it ends a hyphenated word oddly, before one it
-        // makes a signed number or a hyphenated part.
+      case HYPHEN:
+      case PLUS: {
         const prev = i > 0 ? classOf(text, i - 1) : BLANK;
-        if (prev === LETTER || prev === DIGIT || next === LETTER || next === DIGIT) return false;
+        // A sign before digits where the parser starts a token (after blanks, a colon or a signed
+        // integer, which ends at a sign): a signed integer, up to the next non-digit; a letter
+        // after it can be a mantissa ('+1e5').
+        if (next === DIGIT && (prev === BLANK || prev === COLON || last === SIGNED)) {
+          let j = i + 2;
+          while (j < n && classOf(text, j) === DIGIT) j++;
+          if (j < n && classOf(text, j) === LETTER) return false;
+          if (j - i > MAX_TOKEN_CHARS || ++count > MAX_TOKENS || visit(i, j, NUMBER) === false) return false;
+          last = SIGNED;
+          i = j;
+          continue;
+        }
+        // Otherwise a hyphen only alone between blanks: after a token it ends a hyphenated word
+        // oddly, before one it makes a hyphenated part. A plus elsewhere: not here.
+        if (k === PLUS || prev === LETTER || prev === DIGIT || next === LETTER || next === DIGIT) return false;
         break;
       }
       default:
         return false;
     }
+    last = NO_TOKEN;
     i++;
   }
   return true;
@@ -121,8 +202,6 @@ export function plainTokens(text: string): string[] | null {
     ? out
     : null;
 }
-
-const isDigitCode = (c: number) => c >= 48 && c <= 57;
 
 /**
  * A tsvector made here, one weight of one text: its lexemes (first seen first) and each one's
@@ -300,6 +379,13 @@ export function joinTsvectors(parts: Tsv[]): Uint8Array | null {
   return out;
 }
 
+/**
+ * A word whose lexeme (ts_lexize with english_stem, which lower-cases as the simple dictionary does)
+ * tells whether the database lower-cases ASCII capitals as ASCII: an e-mail address with capitals
+ * is made here only then (not in a Turkish locale, say).
+ */
+export const CASE_PROBE = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
 /** Words the lexicon keeps (a language's words are few; a flood of new ones starts it afresh). */
 const MAX_WORDS = 200_000;
 
@@ -390,11 +476,23 @@ export function createLexicon(maxWords = MAX_WORDS) {
       let complete = true;
       let refused = false;
       let position = 0;
-      const plain = scanPlain(text, (from, to) => {
+      const plain = scanPlain(text, (from, to, kind) => {
         position++;
         let e: Entry | null | false | undefined;
-        if (isDigitCode(text.charCodeAt(from))) {
-          const t = text.slice(from, to);
+        if (kind !== WORD) {
+          let t = text.slice(from, to);
+          if (kind === EMAIL && /[A-Z]/.test(t)) {
+            // Lower-cased as the database lower-cases: asked once (CASE_PROBE).
+            const p = slotOf(CASE_PROBE, 0, CASE_PROBE.length, hashOf(CASE_PROBE, 0, CASE_PROBE.length));
+            if (keys[p] === undefined) {
+              unknown.add(CASE_PROBE);
+              complete = false;
+              return;
+            }
+            const probe = values[p];
+            if (!probe || probe.lexeme !== CASE_PROBE.toLowerCase()) return !(refused = true);
+            t = t.toLowerCase();
+          }
           numbers ??= new Map();
           e = numbers.get(t);
           if (!e) numbers.set(t, (e = entry(t)));
