@@ -49,6 +49,9 @@ function weightTexts(units: SearchUnit[]): [string, string, string, string] {
   return parts.map((p) => p.join(UNIT_GAP)) as [string, string, string, string];
 }
 
+/** A vCon's units as search_units stores them: a JSON array of {source, idx, body} in (source, idx) order. */
+export const unitsJson = (units: SearchUnit[]) => JSON.stringify(sortedUnits(units).map((u) => ({ source: u.source, idx: u.idx, body: u.body })));
+
 /**
  * The search units as rows (vcon_uuid, source, idx, body): stored one row per vCon, its units a
  * JSON array (migration 0004), so a round writes 100 rows, not ~2,000. For `from ... su`.
@@ -87,6 +90,8 @@ export interface IndexRows {
   indexed?: boolean;
   /** The stored vCon's created_at, for its vcon_search row (without it the statement reads it). */
   created_at?: Date;
+  /** unitsJson(units), when the caller made it already (the indexer signs it too). */
+  json?: string;
 }
 
 /** The vCons that may have rows to delete before theirs are written. */
@@ -152,9 +157,7 @@ export function createSearchIndexRepo(db: Db, lexicon: Lexicon = processLexicon)
     async writeUnits(items: IndexRows[]): Promise<void> {
       if (items.length === 0) return;
       const uuids = stale(items);
-      const rows = items
-        .filter((i) => i.units.length > 0)
-        .map((i): CopyValue[] => [i.uuid, JSON.stringify(sortedUnits(i.units).map((u) => ({ source: u.source, idx: u.idx, body: u.body })))]);
+      const rows = items.filter((i) => i.units.length > 0).map((i): CopyValue[] => [i.uuid, i.json ?? unitsJson(i.units)]);
       // Delete, then append: COPY only appends.
       if (uuids.length > 0) await stage('sql: delete search_units', () => db`delete from search_units where vcon_uuid = any(${uuids}::uuid[])`);
       await stage('sql: copy search_units', () =>

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeBodies, extractUnits, type SearchUnit } from '../domain/derive.js';
-import type { SearchIndexRepo, VconRows, VconVectors } from '../db/search-index-repo.js';
+import { unitsJson, type SearchIndexRepo, type VconRows, type VconVectors } from '../db/search-index-repo.js';
 import type { ClaimFilter, IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
 import { stage } from '../stages.js';
@@ -31,6 +31,8 @@ export interface IndexItem {
   units: SearchUnit[];
   /** False for a vCon never indexed (no rows to replace, no stored vectors to compare); unknown counts as indexed. */
   indexed?: boolean;
+  /** unitsJson(units), made once a round for search_units and the signature. */
+  json?: string;
 }
 
 /** The provider's embed call failed: the keyword index is written, the vectors wait for a retry. */
@@ -56,11 +58,25 @@ export const HELP_BUDGET_MS = 250;
 /** vCons per indexing round: one transaction and one embed call (~20 texts a vCon). */
 export const INDEX_BATCH = 100;
 
-/** Signature of a vCon's searchable texts: unchanged texts are not re-embedded (tag writes). */
-export const unitsSig = (units: SearchUnit[]) =>
+/** What marks a signature of the stored units' JSON (unitsSig) apart from an earlier version's. */
+const SIG_PREFIX = 'u2:';
+
+/**
+ * Signature of a vCon's searchable texts: unchanged texts are not re-embedded (tag writes). Made
+ * of the JSON search_units stores, which a round makes anyway (one JSON text of the units less
+ * per vCon than a JSON of their own).
+ */
+export const unitsSig = (units: SearchUnit[], json = unitsJson(units)) => SIG_PREFIX + createHash('sha1').update(json).digest('base64');
+
+/** The signature earlier versions stored: still matches, so an upgrade re-embeds no unchanged vCon. */
+export const legacyUnitsSig = (units: SearchUnit[]) =>
   createHash('sha1')
     .update(JSON.stringify(units.map((u) => [u.source, u.idx, u.body])))
     .digest('base64');
+
+/** Whether a stored signature is that of these texts, in either form. */
+const sameTexts = (stored: string, item: IndexItem) =>
+  stored === unitsSig(item.units, item.json) || (!stored.startsWith(SIG_PREFIX) && stored === legacyUnitsSig(item.units));
 
 /**
  * The units that get a vector. Party names and addresses carry no meaning for an embedding (a
@@ -126,7 +142,7 @@ export function createSearchIndexer(deps: {
       );
       todo = items.filter((i) => {
         const s = stored.get(i.uuid);
-        return !(s && s.units_sig === unitsSig(i.units) && s.created_at.getTime() === i.created_at.getTime());
+        return !(s && s.created_at.getTime() === i.created_at.getTime() && sameTexts(s.units_sig, i));
       });
     }
     // A fresh vCon has no vectors to drop.
@@ -153,7 +169,7 @@ export function createSearchIndexer(deps: {
     todo.forEach((item, n) => {
       if (units[n].length === 0) return;
       const unitVecs = perUnit ? units[n].map((u) => ({ source: u.source, idx: u.idx, vec: vectors[k++] })) : [];
-      out.push({ uuid: item.uuid, created_at: item.created_at, units_sig: unitsSig(item.units), units: unitVecs, vec: vectors[k++] });
+      out.push({ uuid: item.uuid, created_at: item.created_at, units_sig: unitsSig(item.units, item.json), units: unitVecs, vec: vectors[k++] });
     });
     return r.index.vectorRows(provider, out);
   }
@@ -183,12 +199,10 @@ export function createSearchIndexer(deps: {
         const docs = await r.index.docs(uuids);
         const items: IndexItem[] = await stage('derive: units', () =>
           Promise.all(
-            docs.map(async (d) => ({
-              uuid: d.uuid,
-              created_at: d.created_at,
-              indexed: d.indexed,
-              units: d.kind === 'plain' ? extractUnits(d.doc, await decodeBodies(d.doc)) : [],
-            })),
+            docs.map(async (d) => {
+              const units = d.kind === 'plain' ? extractUnits(d.doc, await decodeBodies(d.doc)) : [];
+              return { uuid: d.uuid, created_at: d.created_at, indexed: d.indexed, units, json: units.length > 0 ? unitsJson(units) : undefined };
+            }),
           ),
         );
         const plan = await planEmbed(r, items);

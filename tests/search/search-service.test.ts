@@ -16,6 +16,9 @@ import { bytesToVector, signCodeBytes } from '../../src/embeddings/code.js';
 import { createSearchService } from '../../src/services/search-service.js';
 import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
 import { buildVcon } from './builders.js';
+import { decodeBodies, extractUnits } from '../../src/domain/derive.js';
+import { legacyUnitsSig } from '../../src/services/search-indexer.js';
+import type { JsonObject } from '../../src/domain/vcon.js';
 import { waitFor } from '../helpers/poll.js';
 
 const configFor = (schema: string, env: Record<string, string> = {}) =>
@@ -160,6 +163,32 @@ describe('vector spaces', () => {
     expect(queued.n).toBe(0);
     const [after] = await t.sql<{ xmin: string }[]>`select xmin::text from vcon_vectors where vcon_uuid = ${v.uuid as string}::uuid`;
     expect(after.xmin).toBe(before.xmin);
+  });
+
+  test('nor does it re-embed texts whose vectors an earlier version signed (its signature form)', async () => {
+    const glove = createServices(t.sql, configFor(t.schema));
+    const v = buildVcon({ subject: 'Lounge access', turns: ['Does my ticket include the lounge?'] });
+    await glove.vcons.create(v, internalCtx, { waitFor: 'search' });
+    const uuid = v.uuid as string;
+    const [fresh] = await t.sql<{ units_sig: string }[]>`select units_sig from vcon_vectors where vcon_uuid = ${uuid}::uuid`;
+    expect(fresh.units_sig).toMatch(/^u2:/);
+    // As an earlier version stored it: a signature of the units' own JSON.
+    const units = extractUnits(v as JsonObject, await decodeBodies(v as JsonObject));
+    await t.sql`update vcon_vectors set units_sig = ${legacyUnitsSig(units)} where vcon_uuid = ${uuid}::uuid`;
+    const [before] = await t.sql<{ xmin: string }[]>`select xmin::text from vcon_vectors where vcon_uuid = ${uuid}::uuid`;
+    await glove.tags.set(uuid, 'tier', 'silver', internalCtx);
+    await glove.search.content({ q: 'lounge' }, internalCtx);
+    const [after] = await t.sql<{ xmin: string }[]>`select xmin::text from vcon_vectors where vcon_uuid = ${uuid}::uuid`;
+    expect(after.xmin).toBe(before.xmin);
+    // A stored signature of other texts is not taken for theirs: the vCon is embedded again.
+    await t.sql`update vcon_vectors set units_sig = ${legacyUnitsSig(units.slice(1))} where vcon_uuid = ${uuid}::uuid`;
+    await glove.tags.set(uuid, 'tier', 'bronze', internalCtx);
+    await glove.search.content({ q: 'lounge' }, internalCtx);
+    const [redone] = await t.sql<
+      { xmin: string; units_sig: string }[]
+    >`select xmin::text, units_sig from vcon_vectors where vcon_uuid = ${uuid}::uuid`;
+    expect(redone.xmin).not.toBe(before.xmin);
+    expect(redone.units_sig).toBe(fresh.units_sig);
   });
 });
 
