@@ -2,7 +2,7 @@
 // tsvector and the stored vectors (unit vectors, the vCon vector and its sign code). What to embed
 // and how the vCon vector is made is the indexer's decision (src/services/search-indexer.ts).
 import type { Db } from './client.js';
-import type { SearchUnit } from '../domain/derive.js';
+import { sortedUnits, unitsJson, type SearchUnit } from '../domain/derive.js';
 import type { JsonObject, VconKind } from '../domain/vcon.js';
 import { signCodeBytes, vectorToBytes } from '../embeddings/code.js';
 import { copyBinary, type CopyValue } from './copy-binary.js';
@@ -35,9 +35,6 @@ async function learnWords(db: Db, lexicon: Lexicon, words: string[]): Promise<vo
   );
 }
 
-/** Units in (source, idx) order: the order they are stored and joined in. */
-const sortedUnits = (units: SearchUnit[]) => [...units].sort((a, b) => (a.source === b.source ? a.idx - b.idx : a.source < b.source ? -1 : 1));
-
 /**
  * The four texts of a vCon's ranking tsvector (A, B, C, D), each its units joined in index order;
  * D holds the attachments, then the dialogs (what string_agg ordered by source, idx made of the
@@ -48,9 +45,6 @@ function weightTexts(units: SearchUnit[]): [string, string, string, string] {
   for (const u of sortedUnits(units)) parts[WEIGHT_OF[u.source]].push(u.body);
   return parts.map((p) => p.join(UNIT_GAP)) as [string, string, string, string];
 }
-
-/** A vCon's units as search_units stores them: a JSON array of {source, idx, body} in (source, idx) order. */
-export const unitsJson = (units: SearchUnit[]) => JSON.stringify(sortedUnits(units).map((u) => ({ source: u.source, idx: u.idx, body: u.body })));
 
 /**
  * The search units as rows (vcon_uuid, source, idx, body): stored one row per vCon, its units a

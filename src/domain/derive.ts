@@ -47,6 +47,12 @@ export interface SearchUnit {
   body: string;
 }
 
+/** Units in (source, idx) order: the order they are stored and joined in. */
+export const sortedUnits = (units: SearchUnit[]) => [...units].sort((a, b) => (a.source === b.source ? a.idx - b.idx : a.source < b.source ? -1 : 1));
+
+/** A vCon's units as search_units stores them (and the indexer signs): a JSON array of {source, idx, body} in (source, idx) order. */
+export const unitsJson = (units: SearchUnit[]) => JSON.stringify(sortedUnits(units).map((u) => ({ source: u.source, idx: u.idx, body: u.body })));
+
 export interface Derived {
   subject: string | null;
   created_at: Date;

@@ -6,8 +6,8 @@
 // ask to wait (wait_for=search). reembedMissing re-embeds after a provider change.
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeBodies, extractUnits, type SearchUnit } from '../domain/derive.js';
-import { unitsJson, type SearchIndexRepo, type VconRows, type VconVectors } from '../db/search-index-repo.js';
+import { decodeBodies, extractUnits, unitsJson, type SearchUnit } from '../domain/derive.js';
+import type { SearchIndexRepo, VconRows, VconVectors } from '../db/search-index-repo.js';
 import type { ClaimFilter, IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
 import { stage } from '../stages.js';
