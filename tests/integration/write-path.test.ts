@@ -96,6 +96,71 @@ const rowsOf = async (uuid: string) => {
 };
 const none = Object.fromEntries(DERIVED.map((d) => [d, 0]));
 
+/** Every stored row of a vCon but its uuid: the document's columns, each derived table's rows, its queue row. */
+const storedRows = async (uuid: string) => {
+  const [v] = await t.sql`
+    select doc::text, kind, subject, created_at, updated_at, parties_count, dialog_count, analysis_count,
+           attachments_count, tags_sig, tags_updated_at is not null as tagged
+    from vcons where uuid = ${uuid}::uuid`;
+  const out: Record<string, unknown> = { vcon: v && { ...v, doc: JSON.parse(v.doc as string) } };
+  for (const table of DERIVED) {
+    out[table] = (await t.sql`select to_jsonb(x) - 'vcon_uuid' as r from ${t.sql(table)} x where vcon_uuid = ${uuid}::uuid`)
+      .map((r) => JSON.stringify(r.r))
+      .sort();
+  }
+  const [q] = await t.sql`select count(*)::int as n from index_queue where vcon_uuid = ${uuid}::uuid`;
+  out.queued = q.n;
+  return out;
+};
+
+describe('a single create (its own statement) and a batch (the chunk statement)', () => {
+  it('store the same rows for the same document, with tags or none, dialogs or none, plain or signed', async () => {
+    const bare = { vcon: '0.3.0', created_at: '2025-03-01T12:00:00.000Z', subject: 'bare' };
+    const rich = { ...tricky(3), analysis: [{ type: 'summary', vendor: 'v', product: 'p', schema: 's', encoding: 'json', body: '{"a":1}' }] };
+    const twoTags = { ...tricky(4), attachments: [{ purpose: 'tags', encoding: 'json', body: ['b:2', 'a:1', 'c:3'] }] };
+    for (const make of [() => ({ ...rich, uuid: randomUUID() }), () => ({ ...twoTags, uuid: randomUUID() }), () => bare, signed]) {
+      const c = await services.vcons.create(make(), internalCtx);
+      expect(c.created).toBe(true);
+      // The same document in a batch of two (the padded multi-row statement), under another uuid.
+      const r = await services.vcons.batch([make(), doc()], internalCtx);
+      expect(r.created, JSON.stringify(r.results)).toBe(2);
+      const a = await storedRows(c.uuid);
+      const b = await storedRows(r.results[0].uuid as string);
+      // The uuids differ (in the document, or in a signed form's header), and a signed form's
+      // created_at is its write's clock: nothing else may.
+      for (const x of [a, b]) {
+        const v = x.vcon as { doc: JsonObject; created_at: Date };
+        if ('payload' in v.doc) {
+          (v.doc.signatures as { header: JsonObject }[])[0].header.uuid = 'x';
+          v.created_at = new Date(0);
+        } else v.doc.uuid = 'x';
+      }
+      expect(a).toEqual(b);
+      expect(a.queued).toBe(1);
+    }
+    // Tag signatures are the stored sha1 of the sorted tags (a replacement compares them).
+    const sig = (await storedRows((await services.vcons.create(structuredClone({ ...twoTags, uuid: randomUUID() }), internalCtx)).uuid)).vcon as {
+      tags_sig: string;
+    };
+    const { createHash } = await import('node:crypto');
+    const sorted = [
+      { key: 'a', value: '1' },
+      { key: 'b', value: '2' },
+      { key: 'c', value: '3' },
+    ];
+    expect(sig.tags_sig).toBe(createHash('sha1').update(JSON.stringify(sorted)).digest('hex'));
+  });
+
+  it('inserts nothing when the uuid exists: the create replaces it, its derived rows not doubled', async () => {
+    const d = doc();
+    expect((await services.vcons.create(structuredClone(d), internalCtx)).created).toBe(true);
+    const before = await rowsOf(d.uuid);
+    expect((await services.vcons.create({ ...structuredClone(d), subject: 'again' }, internalCtx)).created).toBe(false);
+    expect(await rowsOf(d.uuid)).toEqual(before);
+    expect(before).toEqual({ vcon_parties: 2, vcon_dialogs: 1, vcon_analyses: 1, vcon_attachments: 1, vcon_tags: 1 });
+  });
+});
+
 describe('prepared statements of the write path', () => {
   it('are a handful per connection whatever the batch sizes (rows padded to a power of two)', async () => {
     const one = createSql({ url: databaseUrl(), schema: t.schema, max: 1 });
