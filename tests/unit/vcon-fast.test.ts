@@ -2,7 +2,8 @@
 // schema on writes: it may refuse what the schema accepts (the schema then decides), never accept
 // what the schema refuses. Checked on real and generated vCons and on every small mutation of them.
 import { describe, expect, it } from 'vitest';
-import { acceptsPlainVcon, classifyVcon, Vcon, type JsonObject } from '../../src/domain/vcon.js';
+import { acceptsPlainVcon, checkDepth, classifyVcon, scanDocument, Vcon, type JsonObject } from '../../src/domain/vcon.js';
+import { unstorableText } from '../../src/domain/text.js';
 import { ValidationError } from '../../src/domain/errors.js';
 import { EXAMPLES } from '../../src/domain/examples.js';
 import { loadFixtures } from '../helpers/fixtures.js';
@@ -122,5 +123,44 @@ describe('acceptsPlainVcon', () => {
     expect(problems({ subject: 'a\u0000b' })?.details).toEqual([{ path: 'subject', message: 'must not contain NUL characters (\\u0000)' }]);
     expect(problems({ uuid: '6A3F0C2E-8B1D-4C5E-9F7A-0123456789AB' })).toBeUndefined();
     expect(classifyVcon({ uuid: '6A3F0C2E-8B1D-4C5E-9F7A-0123456789AB' }).uuid).toBe('6a3f0c2e-8b1d-4c5e-9f7a-0123456789ab');
+  });
+});
+
+describe('scanDocument (the depth check and the text check of a create in one walk)', () => {
+  const nest = (levels: number, leaf: unknown): unknown => (levels === 0 ? leaf : { a: [nest(levels - 1, leaf)] });
+  const outcome = (f: () => unknown) => {
+    try {
+      return f();
+    } catch (err) {
+      return err instanceof ValidationError ? `${err.message} ${JSON.stringify(err.details)}` : err;
+    }
+  };
+  it('throws where checkDepth throws, and else finds unstorable text where unstorableText does', () => {
+    const docs: unknown[] = [
+      ...Object.values(EXAMPLES),
+      ...Array.from({ length: 20 }, (_, i) => generateVcon(3, i)),
+      { subject: 'nul \u0000 here' },
+      { ['key\u0000']: 'x' },
+      { parties: [{ name: 'lone \ud800' }] },
+      { ok: '😀 paired' },
+      'a string',
+      null,
+      [1, [2, [3]]],
+    ];
+    // Depths around the bound (an object at level max + 1 is too deep, a string there is not),
+    // with good and bad text on the way and at the bottom.
+    for (const levels of [48, 49, 50, 51])
+      for (const leaf of ['fine', 'bad \u0000', { k: 'v' }, 7]) docs.push(nest(levels, leaf), { x: 'bad \u0000', deep: nest(levels, leaf) });
+    for (const doc of docs) {
+      const expected = outcome(() => {
+        checkDepth(doc);
+        return { unstorable: unstorableText(doc, [], 1).length > 0 };
+      });
+      expect(outcome(() => scanDocument(doc))).toEqual(expected);
+    }
+    // Each level of nest is two (an object, an array): the 101st container is too deep, text or not.
+    expect(outcome(() => scanDocument(nest(50, { k: 'bad \u0000' })))).toMatch(/nested deeper than 100 levels/);
+    expect(scanDocument(nest(49, { k: 'bad \u0000' }))).toEqual({ unstorable: true });
+    expect(scanDocument(nest(50, 'fine'))).toEqual({ unstorable: false });
   });
 });
