@@ -26,7 +26,8 @@ function readText(req: IncomingMessage, length: number): Promise<string> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const text = Buffer.concat(chunks, length).toString('utf8');
+      // One chunk (most bodies) is decoded as it is: concat would copy it into a new buffer first.
+      const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)).toString('utf8');
       resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     });
     // As raw-body: a client gone mid-body is 'aborted' (emitted before the ECONNRESET 'error').

@@ -150,6 +150,37 @@ describe.each(SETUPS)('POST /vcons fast path, %s', (_name, env, auth) => {
     expect(logged.map((l) => l.msg)).toEqual(['request aborted']);
   });
 
+  it('reads a body that arrives in pieces whole (one chunk is decoded as it is, several joined)', async () => {
+    const url = new URL(s.base);
+    const uuid = randomUUID();
+    // Multi-byte characters split across the pieces: decoding each piece alone would mangle them.
+    const body = Buffer.from(JSON.stringify({ vcon: '0.3.0', uuid, subject: `split ${'é😀'.repeat(40)} end` }));
+    const head = Object.entries({ ...auth, 'content-type': 'application/json', 'content-length': String(body.length) })
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
+    const before = fastTaken.count;
+    const answer = await new Promise<string>((resolve, reject) => {
+      let got = '';
+      const socket = connect(Number(url.port), url.hostname, async () => {
+        socket.write(`POST ${url.pathname}/vcons HTTP/1.1\r\nhost: ${url.host}\r\nconnection: close\r\n${head}\r\n`);
+        for (const [from, to] of [
+          [0, 31],
+          [31, 101],
+          [101, body.length],
+        ]) {
+          await new Promise((r) => setTimeout(r, 30));
+          socket.write(body.subarray(from, to));
+        }
+      });
+      socket.on('data', (d) => (got += d.toString()));
+      socket.on('end', () => resolve(got));
+      socket.on('error', reject);
+    });
+    expect(fastTaken.count).toBe(before + 1);
+    expect(answer).toMatch(/^HTTP\/1\.1 201 /);
+    expect(JSON.parse((await s.instance.services.vcons.getText(uuid)) as string).subject).toBe(JSON.parse(body.toString()).subject);
+  });
+
   it('answers a busy pool with the same 503 database_busy and Retry-After', async () => {
     const { admission } = s.instance.services;
     const held: (() => void)[] = [];
