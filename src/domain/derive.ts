@@ -84,6 +84,12 @@ const label = (v: unknown): string | null => {
 };
 /** Longest tag value indexed; longer ones stay in the document but are not searchable by tag. */
 export const MAX_TAG_VALUE_CHARS = 1000;
+/**
+ * And at most this many bytes of UTF-8: a btree entry of vcon_tags (key, value, vcon_uuid) holds at
+ * most 2704 bytes, and 1000 characters of CJK are 3000 (the whole write failed, a 500). With a key
+ * of 200 characters (at most 600 bytes) the entry stays under 2650.
+ */
+export const MAX_TAG_VALUE_BYTES = 2000;
 const arr = (v: unknown): JsonObject[] =>
   Array.isArray(v) ? v.map((x) => (x && typeof x === 'object' && !Array.isArray(x) ? (x as JsonObject) : {})) : [];
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
@@ -139,7 +145,10 @@ export function readTags(doc: JsonObject): TagRow[] {
 function indexedTags(doc: JsonObject): TagRow[] {
   return readTags(doc)
     .map((t) => ({ key: noNul(t.key), value: noNul(t.value) }))
-    .filter((t) => t.key !== '' && t.key.length <= MAX_LABEL_CHARS && t.value.length <= MAX_TAG_VALUE_CHARS);
+    .filter(
+      (t) =>
+        t.key !== '' && t.key.length <= MAX_LABEL_CHARS && t.value.length <= MAX_TAG_VALUE_CHARS && Buffer.byteLength(t.value) <= MAX_TAG_VALUE_BYTES,
+    );
 }
 
 /** Text parts of a MIME multipart body (text/plain preferred, then text/html stripped of tags). */

@@ -5,7 +5,7 @@
 // `parseParams` (invalid_parameter) and `parseBody` (validation_failed).
 import { z } from 'zod';
 import { dateBound } from './dates.js';
-import { MAX_TAG_VALUE_CHARS } from './derive.js';
+import { MAX_TAG_VALUE_BYTES, MAX_TAG_VALUE_CHARS } from './derive.js';
 import { EXAMPLE_TYPES } from './examples.js';
 import { AppError, InvalidParameterError, ValidationError, issueDetails } from './errors.js';
 import { textProblem } from './text.js';
@@ -121,6 +121,8 @@ export const TagValue = z
       z
         .string()
         .max(MAX_TAG_VALUE_CHARS, `must be at most ${MAX_TAG_VALUE_CHARS} characters`)
+        // A longer value would be kept but not indexed: a tag set here must be searchable.
+        .refine((v) => Buffer.byteLength(v) <= MAX_TAG_VALUE_BYTES, `must be at most ${MAX_TAG_VALUE_BYTES} bytes of UTF-8`)
         .refine((v) => textProblem(v) === undefined, { error: (i) => textProblem(i.input as string) }),
       z.number(),
       z.boolean(),

@@ -132,6 +132,23 @@ describe('tag routes', () => {
     expect((await s.api(`/vcons/${randomUUID()}/tags`)).status).toBe(404);
   });
 
+  it('keeps a tag value too large for the tag index in the document only, and the PUT refuses it with a 400', async () => {
+    // 1,000 characters of CJK are 3,000 bytes: over the btree entry limit (2,704), the create was a 500.
+    const cjk = (n: number, from = 0) => Array.from({ length: n }, (_, i) => String.fromCodePoint(0x4e00 + (((from + i) * 7919) % 20000))).join('');
+    const big = cjk(1000);
+    // At the bound: a key of 200 CJK characters (600 bytes) and a value of 2,000 bytes, indexed.
+    const key = cjk(200, 5);
+    const edge = `${cjk(666)}ab`;
+    const uuid = await create([{ purpose: 'tags', body: [`big:${big}`, `${key}:${edge}`] }]);
+    expect((await s.api(`/vcons/${uuid}/tags`)).body.tags).toEqual({ big, [key]: edge });
+    expect((await s.api(`/tags/search?tags=${q({ [key]: edge })}`)).body.uuids).toEqual([uuid]);
+    expect((await s.api(`/tags/search?tags=${q({ big })}`)).body.uuids).toEqual([]);
+    const put = await s.api(`/vcons/${uuid}/tags/other`, { method: 'PUT', json: { value: big } });
+    expect(put.status).toBe(400);
+    expect(put.body).toMatchObject({ error: 'validation_failed', details: [{ path: 'value', message: 'must be at most 2000 bytes of UTF-8' }] });
+    expect((await s.api(`/vcons/${uuid}/tags/other`, { method: 'PUT', json: { value: edge } })).status).toBe(200);
+  });
+
   it('pages tag search newest change first with has_more', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
