@@ -50,6 +50,13 @@ export interface SearchUnit {
 /** Units in (source, idx) order: the order they are stored and joined in. */
 export const sortedUnits = (units: SearchUnit[]) => [...units].sort((a, b) => (a.source === b.source ? a.idx - b.idx : a.source < b.source ? -1 : 1));
 
+/** Sources in the order extractUnits gives them. */
+const EXTRACTED_FIRST: Record<UnitSource, number> = { subject: 0, party: 1, dialog: 2, analysis: 3, attachment: 4 };
+
+/** Units in the order extractUnits gives them (source as above, then idx), from any order (stored units come in sortedUnits'). */
+export const extractedOrder = (units: SearchUnit[]) =>
+  [...units].sort((a, b) => EXTRACTED_FIRST[a.source] - EXTRACTED_FIRST[b.source] || a.idx - b.idx);
+
 /** A vCon's units as search_units stores them (and the indexer signs): a JSON array of {source, idx, body} in (source, idx) order. */
 export const unitsJson = (units: SearchUnit[]) => JSON.stringify(sortedUnits(units).map((u) => ({ source: u.source, idx: u.idx, body: u.body })));
 

@@ -6,7 +6,7 @@
 // ask to wait (wait_for=search). reembedMissing re-embeds after a provider change.
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeBodies, extractUnits, unitsJson, type SearchUnit } from '../domain/derive.js';
+import { decodeBodies, extractedOrder, extractUnits, unitsJson, type SearchUnit } from '../domain/derive.js';
 import type { SearchIndexRepo, VconRows, VconVectors } from '../db/search-index-repo.js';
 import type { ClaimFilter, IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
@@ -147,7 +147,10 @@ export function createSearchIndexer(deps: {
     }
     // A fresh vCon has no vectors to drop.
     if (todo.length > 0) await r.index.dropVectors(todo.filter((i) => i.indexed !== false).map((i) => i.uuid));
-    return { todo, units: todo.map((i) => embeddableUnits(i.units)) };
+    // The whole text in extraction order whichever path read the units: re-embedded from stored
+    // units (source, idx order) it was another text, whose vector the signature (of the sorted
+    // units) then kept for good.
+    return { todo, units: todo.map((i) => embeddableUnits(extractedOrder(i.units))) };
   }
 
   /** The vectors of a plan, ready to store (no statement: a round runs this while its keyword rows are written). */

@@ -217,6 +217,29 @@ describe('the index queue', () => {
     }
   });
 
+  test('a re-embedded vCon gets the vector an indexing round makes (its units read back from search_units)', async () => {
+    const { services, indexer } = await indexing();
+    while ((await indexer.indexRound(100)) > 0);
+    // Units of every embedded source: stored in (source, idx) order, extracted subject first.
+    const v = buildVcon({
+      subject: 'Roof leak',
+      turns: ['Rain comes through the ceiling of the attic.', 'A roofer can come on Monday.'],
+      analysis: [{ type: 'summary', body: 'Leaking roof, roofer booked.' }],
+    });
+    const uuid = v.uuid as string;
+    await services.vcons.create(v, internalCtx);
+    expect(await indexer.indexRound(100)).toBe(1);
+    const vecOf = async () => (await t.sql<{ vec: Buffer }[]>`select vec from vcon_vectors where vcon_uuid = ${uuid}::uuid`)[0].vec.toString('hex');
+    const indexed = await vecOf();
+    await t.sql`delete from vcon_vectors where vcon_uuid = ${uuid}::uuid`;
+    expect(await indexer.reembedMissing()).toBe(1);
+    expect(await vecOf()).toBe(indexed);
+    // Its signature is the round's: a tag write's round keeps that vector rather than redo it.
+    await services.tags.set(uuid, 'tier', 'gold', internalCtx);
+    expect(await indexer.indexRound(100)).toBe(1);
+    expect(await vecOf()).toBe(indexed);
+  });
+
   test("a search helps a lagging thread for a bounded time only: a backlog stays the thread's", async () => {
     const { services, indexer } = await indexing();
     while ((await indexer.indexRound(100)) > 0);
