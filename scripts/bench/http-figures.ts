@@ -15,6 +15,8 @@ export interface RouteCase {
   minSeconds?: number;
   /** Goal on the req/s ratio. */
   goal?: Goal;
+  /** Goal on the server's CPU per request (µs). */
+  cpuGoal?: Goal;
   note?: string;
   /** Writes: each server round ends when the server has indexed them (their indexing CPU counts). */
   settleIndex?: boolean;
@@ -92,6 +94,7 @@ export async function measureRoute(c: RouteCase, t: Targets): Promise<Figure[]> 
       better: 'lower',
       rounds: server.map((x) => x.cpuUs),
       floor: { label: floorLabel, rounds: floor.map((x) => x.cpuUs) },
+      goal: c.cpuGoal,
       note: 'CPU time of the server process per request, from /proc: robust to other load on the machine',
     }),
     makeFigure({

@@ -507,6 +507,9 @@ async function main(): Promise<void> {
               },
               path: () => '/vcons',
               settleIndex: true,
+              // Issue 17: ≥ 0.3 × the floor, ≤ 1 ms of server CPU per create (its indexing included).
+              goal: { kind: 'ratio', min: 0.3 },
+              cpuGoal: { kind: 'max', value: 1000 },
             },
             { ...targets, serverApi: mainApi, serverPid: main.pid },
           )),
