@@ -6,6 +6,12 @@ import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { packageRoot } from './paths.js';
 
+/**
+ * The index thread's default nice value (Linux): when the CPU is short, acknowledged writes and reads
+ * get it first and indexing takes what is left. 0 shares it evenly (INDEX_THREAD_NICE; README).
+ */
+export const DEFAULT_INDEX_THREAD_NICE = 10;
+
 const RESERVED_SCHEMAS = new Set(['extensions', 'information_schema']);
 
 /** A PostgreSQL schema name we are willing to put on a search_path: lower-case, unquoted-safe. */
@@ -159,6 +165,7 @@ export const EnvSchema = z.object({
   DB_POOL_MAX: int(-1, 1, 200),
   DB_IDLE_TIMEOUT_S: int(5, 1, 3600),
   INDEX_THREAD_IDLE_S: int(30, 1, 3600),
+  INDEX_THREAD_NICE: int(DEFAULT_INDEX_THREAD_NICE, 0, 19),
   DB_QUEUE_TIMEOUT_MS: int(5_000, 0, 600_000),
   DB_POOLER: z
     .string()
@@ -242,6 +249,8 @@ export interface Config {
     idleTimeoutS: number;
     /** Seconds the index thread may stay without work before it is retired (with its connection). */
     indexThreadIdleS: number;
+    /** The index thread's nice value on Linux (0: the process's priority). */
+    indexThreadNice: number;
     /** How long a request waits for a pooled connection before database_busy. */
     queueTimeoutMs: number;
     /** pgbouncer: transaction pooling in front (no startup parameters, no named prepared statements). */
@@ -328,6 +337,7 @@ export function parseConfig(env: EnvInput): Config {
       poolMax: e.DB_POOL_MAX > 0 ? e.DB_POOL_MAX : e.DB_POOLER === 'pgbouncer' ? PGBOUNCER_POOL_MAX : DEFAULT_POOL_MAX,
       idleTimeoutS: e.DB_IDLE_TIMEOUT_S,
       indexThreadIdleS: e.INDEX_THREAD_IDLE_S,
+      indexThreadNice: e.INDEX_THREAD_NICE,
       queueTimeoutMs: e.DB_QUEUE_TIMEOUT_MS,
       pooler: e.DB_POOLER,
       reservedConnections: e.DB_RESERVED_CONNECTIONS < 0 ? undefined : e.DB_RESERVED_CONNECTIONS,

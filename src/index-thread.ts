@@ -10,7 +10,7 @@ import { createSql, type SqlOptions } from './db/client.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import { createLogger } from './logger.js';
 import type { Config } from './config.js';
-import { createIndexing, INDEX_THREAD_NICE } from './search.js';
+import { createIndexing } from './search.js';
 
 export interface IndexThreadData {
   sql: SqlOptions;
@@ -36,9 +36,9 @@ const data = workerData as IndexThreadData;
 const log = createLogger(data.config).child({ component: 'indexer' });
 // Linux: setpriority of "this process" (0) sets the calling thread's nice only. Elsewhere it would
 // renice the whole process, so the thread keeps the process's priority there.
-if (process.platform === 'linux') {
+if (process.platform === 'linux' && data.config.db.indexThreadNice > 0) {
   try {
-    setPriority(0, INDEX_THREAD_NICE);
+    setPriority(0, data.config.db.indexThreadNice);
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'could not lower the index thread priority');
   }

@@ -43,12 +43,6 @@ export const SEARCH_CATCH_UP_MS = 2000;
 /** How long a write with wait_for=search waits for its own indexing. */
 export const WAIT_FOR_SEARCH_MS = 30_000;
 
-/**
- * The index thread's nice value (Linux): acknowledged writes and reads get the CPU first, indexing
- * takes what is left (its lag bound is a second, a request's is its latency).
- */
-export const INDEX_THREAD_NICE = 10;
-
 /** What the write path needs from search: a wake-up for the worker and the wait of wait_for=search. */
 export interface IndexNotifier {
   written(uuids: string[]): void;

@@ -4,7 +4,7 @@
 // rows a crash left queued are still indexed at the next start without a request.
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INDEX_THREAD_NICE } from '../../src/search.js';
+import { DEFAULT_INDEX_THREAD_NICE } from '../../src/config.js';
 import { applicationNameOf } from '../../src/db/server-limits.js';
 import { adminSql, testSchemaName } from '../helpers/db.js';
 import { waitFor } from '../helpers/poll.js';
@@ -87,10 +87,43 @@ describe('the index thread', () => {
     await waitFor(async () => nicedThreads().length > 0, 20_000, 50, 'the index thread to lower its priority');
     // One thread of this process is reniced (the index thread), not the process: the thread that
     // serves requests (this test's, tid = pid) keeps its priority.
-    expect(nicedThreads()).toEqual([INDEX_THREAD_NICE]);
+    expect(nicedThreads()).toEqual([DEFAULT_INDEX_THREAD_NICE]);
     expect(niceOf(process.pid)).toBe(0);
     await retired(' after the write');
     expect(nicedThreads()).toEqual([]);
+  });
+});
+
+describe('INDEX_THREAD_NICE', () => {
+  const server = (nice: string) => startTestServer({ INDEX_THREAD_NICE: nice, DB_POOL_MAX: '3', INDEX_THREAD_IDLE_S: '1' });
+  const threadRuns = async (s: TestServer) => {
+    const w = await s.api('/vcons', { method: 'POST', json: { vcon: '0.3.0', subject: 'nice probe', parties: [{ name: 'N' }] } });
+    expect(w.status).toBe(201);
+    await waitFor(async () => (await s.api('/health')).body.index.thread === true, 20_000, 50, 'the index thread to start');
+  };
+
+  it.runIf(process.platform === 'linux')('sets the index thread to the configured nice value', async () => {
+    const s = await server('4');
+    try {
+      await threadRuns(s);
+      await waitFor(async () => nicedThreads().includes(4), 20_000, 50, 'the index thread at nice 4');
+      expect(niceOf(process.pid)).toBe(0);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it.runIf(process.platform === 'linux')('leaves it at the process priority with 0', async () => {
+    const s = await server('0');
+    try {
+      await threadRuns(s);
+      // Indexed with no search asking (nothing but the thread indexes then): the thread has loaded
+      // and would have reniced itself before its first round.
+      await waitFor(async () => (await s.api('/health')).body.index.pending === 0, 20_000, 50, 'the thread to index the write');
+      expect(nicedThreads()).toEqual([]);
+    } finally {
+      await s.close();
+    }
   });
 });
 

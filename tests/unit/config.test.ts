@@ -72,6 +72,14 @@ describe('config', () => {
     expect(() => loadConfig({ ENV_FILE: path.join(dir, 'missing.env') })).toThrow(/ENV_FILE: cannot read/);
   });
 
+  it('takes the index thread nice value from 0 to 19, 10 by default', () => {
+    expect(parseConfig({}).db.indexThreadNice).toBe(10);
+    expect(parseConfig({ INDEX_THREAD_NICE: '0' }).db.indexThreadNice).toBe(0);
+    expect(parseConfig({ INDEX_THREAD_NICE: '19' }).db.indexThreadNice).toBe(19);
+    expect(() => parseConfig({ INDEX_THREAD_NICE: '20' })).toThrow(/INDEX_THREAD_NICE/);
+    expect(() => parseConfig({ INDEX_THREAD_NICE: '-5' })).toThrow(/INDEX_THREAD_NICE/);
+  });
+
   it('rejects a non-postgres DATABASE_URL and a bad body limit', () => {
     expect(() => parseConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL/);
     expect(() => parseConfig({ REST_API_BODY_LIMIT: 'lots' })).toThrow(/REST_API_BODY_LIMIT/);
