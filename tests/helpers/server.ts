@@ -47,7 +47,20 @@ export async function startTestServer(env: EnvInput = {}, opts: TestServerOption
     VCON_INSTANCE_LABEL: `label-${schema}`,
     ...env,
   });
-  const instance = await startInstance(config, { log: createLogger(config, opts.logTo) });
+  const dropSchema = async () => {
+    if (env.SUPABASE_DB_SCHEMA) return;
+    const admin = adminSql();
+    await admin.unsafe(`drop schema if exists "${schema}" cascade`);
+    await admin.end();
+  };
+  let instance: Instance;
+  try {
+    instance = await startInstance(config, { log: createLogger(config, opts.logTo) });
+  } catch (err) {
+    // A start that fails after migrating (a plugin that cannot load) leaves no schema behind.
+    await dropSchema();
+    throw err;
+  }
   const base = `${instance.url}${config.rest.basePath}`;
   // VCON_OPENAPI_CHECK=1 validates every api() response of any suite against GET /openapi.json.
   const onResponse = opts.onResponse ?? (process.env.VCON_OPENAPI_CHECK ? await checkAgainstDocument(base) : undefined);
@@ -77,11 +90,7 @@ export async function startTestServer(env: EnvInput = {}, opts: TestServerOption
     },
     async close() {
       await instance.stop();
-      if (!env.SUPABASE_DB_SCHEMA) {
-        const admin = adminSql();
-        await admin.unsafe(`drop schema if exists "${schema}" cascade`);
-        await admin.end();
-      }
+      await dropSchema();
     },
   };
 }
