@@ -14,6 +14,8 @@
 // || joins them and sent in tsvector's binary format: reading the text form cost the database about
 // as much again.
 
+import { spanHash, spanSlot } from './span-table.js';
+
 /** Longest text (characters) made here; to_tsvector takes the rest. */
 const MAX_TEXT_CHARS = 50_000;
 /** Longest token made here (PostgreSQL skips words of 2,047 bytes and more). */
@@ -409,24 +411,9 @@ export function createLexicon(maxWords = MAX_WORDS) {
     size = 0;
   };
   reset(1024);
-  const hashOf = (s: string, from: number, to: number) => {
-    let h = 0x811c9dc5;
-    for (let i = from; i < to; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-    return h;
-  };
+  const hashOf = spanHash;
   /** The slot of the token s[from, to): its own, or the empty one where it would go. */
-  const slotOf = (s: string, from: number, to: number, h: number) => {
-    const mask = keys.length - 1;
-    const len = to - from;
-    for (let i = h & mask; ; i = (i + 1) & mask) {
-      const k = keys[i];
-      if (k === undefined) return i;
-      if (hashes[i] !== h || k.length !== len) continue;
-      let c = 0;
-      while (c < len && k.charCodeAt(c) === s.charCodeAt(from + c)) c++;
-      if (c === len) return i;
-    }
-  };
+  const slotOf = (s: string, from: number, to: number, h: number) => spanSlot(keys, hashes, s, from, to, h);
   const setWord = (w: string, value: Entry | null | false) => {
     if (2 * (size + 1) > keys.length) {
       const [ks, vs] = [keys, values];

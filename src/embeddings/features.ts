@@ -9,6 +9,7 @@
 // words are distinct, of a bench corpus vCon's 22 %): the vectors are those of the plain algorithm up to float32 rounding
 // (tests/unit/embed-equivalence.test.ts keeps a reference copy of it). Stored vectors stay valid.
 import { FNV_OFFSET, fnvFinish, fnvUpdate, hash32, isContentToken, scanSpans, stem } from './text.js';
+import { spanHash, spanSlot } from '../domain/span-table.js';
 
 const WORD_W = 1;
 const BIGRAM_W = 0.6;
@@ -99,23 +100,10 @@ export function createFeaturizer<G>(maxWords: number, maxFeatures = 1 << 16) {
     wordCount = 0;
   };
   clearWords();
-  /** The slot of the token s[from, to) with hash h: its own, or the empty one where it would go. */
-  const wordSlot = (s: string, from: number, to: number, h: number) => {
-    const mask = wordKeys.length - 1;
-    const len = to - from;
-    for (let i = h & mask; ; i = (i + 1) & mask) {
-      const k = wordKeys[i];
-      if (k === undefined) return i;
-      if (wordHashes[i] !== h || k.length !== len) continue;
-      let c = 0;
-      while (c < len && k.charCodeAt(c) === s.charCodeAt(from + c)) c++;
-      if (c === len) return i;
-    }
-  };
+  const wordSlot = (s: string, from: number, to: number, h: number) => spanSlot(wordKeys, wordHashes, s, from, to, h);
   /** The cached features of the token s[from, to), built on first sight. */
   const wordAt = (s: string, from: number, to: number): WordFeatures<G> => {
-    let h = FNV_OFFSET;
-    for (let c = from; c < to; c++) h = Math.imul(h ^ s.charCodeAt(c), 0x01000193);
+    const h = spanHash(s, from, to);
     let i = wordSlot(s, from, to, h);
     const hit = wordValues[i];
     if (hit !== undefined) return hit;
