@@ -1,9 +1,10 @@
 // Batch ingest against its floor, and the bulk load of the rest of the corpus.
+import os from 'node:os';
 import type { Sql } from 'postgres';
 import { generateVcon } from './corpus.js';
-import { benchAuth, readCpuMs } from './processes.js';
+import { benchAuth, cpuMark, cpuParts, readCpuMs, type CpuParts } from './processes.js';
 import { indexDrained } from './load.js';
-import { makeFigure, type Figure } from './stats.js';
+import { makeFigure, median, type Figure } from './stats.js';
 
 export const BATCH = 100;
 
@@ -42,11 +43,17 @@ export async function measureIngest(opts: {
   lz4: boolean;
   /** The server's pid, for its CPU time per vCon. */
   serverPid?: number;
+  /** The database's backends serving the server (for the CPU budget; none when not local). */
+  pgPids?: () => Promise<number[]>;
   log: (msg: string) => void;
 }): Promise<{ figures: Figure[]; stored: number }> {
   const server: number[] = [];
   const serverCpu: number[] = [];
   const floor: number[] = [];
+  // Per round: CPU per 100 vCons of each part while the writes are acknowledged, and until indexed.
+  const writing: { parts: CpuParts; wall: number }[] = [];
+  const whole: CpuParts[] = [];
+  const pgPids = opts.pgPids ?? (async () => []);
   let next = 0;
   for (let r = 0; r < opts.rounds; r++) {
     const docs = Array.from({ length: opts.perRound }, (_, k) => generateVcon(opts.seed, next + k));
@@ -54,14 +61,22 @@ export async function measureIngest(opts: {
     const bodies: string[] = [];
     for (let i = 0; i < docs.length; i += BATCH) bodies.push(JSON.stringify(docs.slice(i, i + BATCH)));
     const runServer = async () => {
+      const mark0 = opts.serverPid ? await cpuMark(opts.serverPid, pgPids) : undefined;
       const t0 = performance.now();
       const cpu0 = opts.serverPid ? readCpuMs(opts.serverPid) : NaN;
       for (const b of bodies) await postBatch(opts.api, b);
-      server.push(docs.length / ((performance.now() - t0) / 1000));
+      const wall = performance.now() - t0;
+      server.push(docs.length / (wall / 1000));
+      const mark1 = opts.serverPid ? await cpuMark(opts.serverPid, pgPids) : undefined;
       // The round's indexing settles before the floor's round starts (it would take the floor's CPU)
       // and its CPU counts: the rate is of acknowledged writes, the CPU is of the whole work.
       await indexDrained(opts.api, 60_000);
       serverCpu.push(((opts.serverPid ? readCpuMs(opts.serverPid) : NaN) - cpu0) / docs.length);
+      if (mark0 && mark1 && opts.serverPid) {
+        const hundreds = docs.length / BATCH;
+        writing.push({ parts: cpuParts(mark0, mark1, opts.serverPid, hundreds), wall: wall / hundreds });
+        whole.push(cpuParts(mark0, await cpuMark(opts.serverPid, pgPids), opts.serverPid, hundreds));
+      }
     };
     const runFloor = async () => {
       const t0 = performance.now();
@@ -98,7 +113,45 @@ export async function measureIngest(opts: {
     rounds: serverCpu,
     note: 'CPU time of the server process per stored vCon, its search indexing included (the round ends when the index queue is empty; PostgreSQL not included), from /proc',
   });
-  return { figures: [figure, cpu], stored: next };
+  return { figures: [figure, cpu, ...budgetFigures(writing, whole)], stored: next };
+}
+
+const partsTotal = (p: CpuParts) => p.main + p.index + p.other + (Number.isNaN(p.pg) ? 0 : p.pg) + p.client;
+
+/** "main 19.0, index thread 22.1, …" of the medians over rounds, ms per 100 vCons. */
+function partsText(rounds: CpuParts[]): string {
+  const m = (k: keyof CpuParts) => median(rounds.map((r) => r[k]));
+  const f = (v: number) => (Number.isNaN(v) ? 'n/a (database not on this machine)' : v.toFixed(1));
+  return `main thread ${f(m('main'))}, index thread ${f(m('index'))}, other threads ${f(m('other'))}, PostgreSQL backends ${f(m('pg'))}, bench client ${f(m('client'))}`;
+}
+
+/**
+ * The CPU budget of batch ingest (issue 17): what each part of the machine spends per 100 vCons
+ * while the writes are acknowledged (the index thread shares the cores with them) and in all
+ * until the round is searchable, and how many cores were busy while writing: the rate a machine
+ * can reach is bounded by the sum over its cores.
+ */
+function budgetFigures(writing: { parts: CpuParts; wall: number }[], whole: CpuParts[]): Figure[] {
+  if (writing.length === 0) return [];
+  const cores = writing.map((w) => partsTotal(w.parts) / w.wall);
+  return [
+    makeFigure({
+      id: 'ingest.batch.budget',
+      label: 'Batch ingest: CPU per 100 vCons, written and indexed (server, PostgreSQL, bench client)',
+      unit: 'ms',
+      better: 'lower',
+      rounds: whole.map(partsTotal),
+      note: `${partsText(whole)} (ms per 100 vCons, from /proc, medians over rounds)`,
+    }),
+    makeFigure({
+      id: 'ingest.batch.cores',
+      label: 'Batch ingest: cores busy while the writes are acknowledged',
+      unit: 'cores',
+      better: 'lower',
+      rounds: cores,
+      note: `of ${os.availableParallelism()} on this machine; CPU per 100 vCons acknowledged, meanwhile: ${partsText(writing.map((w) => w.parts))}`,
+    }),
+  ];
 }
 
 /** Loads vCons [from, to) through POST /vcons/batch with `writers` concurrent writers. */
@@ -170,13 +223,17 @@ export async function measureSustained(opts: {
   floorRate: number;
   fractions: number[];
   seconds: number;
+  serverPid?: number;
+  pgPids?: () => Promise<number[]>;
   log: (msg: string) => void;
 }): Promise<{ figures: Figure[]; stored: number }> {
   let next = opts.from;
-  const steps: { fraction: number; achieved: number; lagP95: number; lagMax: number }[] = [];
+  const steps: { fraction: number; achieved: number; lagP95: number; lagMax: number; cores: number }[] = [];
+  const pgPids = opts.pgPids ?? (async () => []);
   for (const fraction of opts.fractions) {
     const interval = (BATCH / (opts.floorRate * fraction)) * 1000;
     const lag = pollLag(opts.api);
+    const mark0 = opts.serverPid ? await cpuMark(opts.serverPid, pgPids) : undefined;
     const t0 = performance.now();
     let sent = 0;
     while (performance.now() - t0 < opts.seconds * 1000) {
@@ -187,7 +244,10 @@ export async function measureSustained(opts: {
       await postBatch(opts.api, JSON.stringify(docs));
       sent += BATCH;
     }
-    const achieved = sent / ((performance.now() - t0) / 1000);
+    const wall = performance.now() - t0;
+    const achieved = sent / (wall / 1000);
+    // Cores busy over the step (server, its database backends, this client): how near the machine is to saturation.
+    const cores = mark0 && opts.serverPid ? partsTotal(cpuParts(mark0, await cpuMark(opts.serverPid, pgPids), opts.serverPid, 1)) / wall : NaN;
     // Drain: the step's last writes count too.
     for (const end = performance.now() + 120_000; performance.now() < end;) {
       const res = await fetch(`${opts.api}/health`);
@@ -198,9 +258,9 @@ export async function measureSustained(opts: {
     const samples = await lag.stop();
     const sorted = [...samples].sort((a, b) => a - b);
     const lagP95 = sorted[Math.min(sorted.length - 1, Math.floor(0.95 * sorted.length))] ?? NaN;
-    steps.push({ fraction, achieved, lagP95, lagMax: sorted[sorted.length - 1] ?? NaN });
+    steps.push({ fraction, achieved, lagP95, lagMax: sorted[sorted.length - 1] ?? NaN, cores });
     opts.log(
-      `  sustained ${fraction} × floor (${(opts.floorRate * fraction).toFixed(0)} vCons/s): achieved ${achieved.toFixed(0)} vCons/s, index lag p95 ${lagP95.toFixed(2)} s, max ${steps[steps.length - 1].lagMax.toFixed(2)} s`,
+      `  sustained ${fraction} × floor (${(opts.floorRate * fraction).toFixed(0)} vCons/s): achieved ${achieved.toFixed(0)} vCons/s, index lag p95 ${lagP95.toFixed(2)} s, max ${steps[steps.length - 1].lagMax.toFixed(2)} s, ${cores.toFixed(2)} cores busy`,
     );
   }
   const kept = steps.filter((s) => s.lagP95 <= 1);
@@ -217,7 +277,12 @@ export async function measureSustained(opts: {
         rounds: [best],
         floor: { label: 'the batch ingest floor of this run', rounds: [opts.floorRate] },
         goal: { kind: 'ratio', min: 0.2 },
-        note: steps.map((s) => `${s.fraction}×: ${s.achieved.toFixed(0)}/s, lag p95 ${s.lagP95.toFixed(2)} s`).join('; '),
+        note: steps
+          .map(
+            (s) =>
+              `${s.fraction}×: ${s.achieved.toFixed(0)}/s, lag p95 ${s.lagP95.toFixed(2)} s${Number.isNaN(s.cores) ? '' : `, ${s.cores.toFixed(2)} of ${os.availableParallelism()} cores busy`}`,
+          )
+          .join('; '),
       }),
       makeFigure({
         id: 'ingest.sustained.lag',

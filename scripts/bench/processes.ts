@@ -56,15 +56,80 @@ export function readThreadCpuMs(pid: number): Map<number, number> {
   return out;
 }
 
-function readStatCpuMs(file: string): number {
+/**
+ * Where the machine's CPU goes while a server works (issue 17: batch ingest is bounded by the sum
+ * of its parts on a small machine): the server's main thread, its index thread (the thread running
+ * at a nice value above the process's: src/index-thread.ts lowers its own priority), its other
+ * threads (V8's compiler and libuv's pool), the database's backends and this bench process.
+ */
+export interface CpuParts {
+  main: number;
+  index: number;
+  other: number;
+  pg: number;
+  client: number;
+}
+
+/** A point to measure CpuParts from. */
+export interface CpuMark {
+  threads: Map<number, { ms: number; nice: number }>;
+  pg: Map<number, number>;
+  client: number;
+}
+
+/**
+ * Marks the CPU used so far by a server (`pid`), the PostgreSQL backends `pgPids` lists (none,
+ * or NaN parts, when the database is not on this machine) and this process.
+ */
+export async function cpuMark(pid: number, pgPids: () => Promise<number[]>): Promise<CpuMark> {
+  const threads = new Map<number, { ms: number; nice: number }>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const f = statFields(`/proc/${pid}/task/${tid}/stat`);
+      if (f) threads.set(Number(tid), { ms: ticksMs(f), nice: Number(f[16]) });
+    }
+  } catch {
+    // the process is gone
+  }
+  const pg = new Map<number, number>();
+  for (const p of await pgPids()) pg.set(p, readCpuMs(p));
+  const c = process.cpuUsage();
+  return { threads, pg, client: (c.user + c.system) / 1000 };
+}
+
+/** CPU (ms) of each part between two marks, divided by `per`. */
+export function cpuParts(from: CpuMark, to: CpuMark, pid: number, per: number): CpuParts {
+  const nice = to.threads.get(pid)?.nice ?? 0;
+  const parts = { main: 0, index: 0, other: 0, pg: 0, client: to.client - from.client };
+  for (const [tid, t] of to.threads) {
+    const d = t.ms - (from.threads.get(tid)?.ms ?? 0);
+    if (tid === pid) parts.main += d;
+    else if (t.nice > nice) parts.index += d;
+    else parts.other += d;
+  }
+  // A backend that started after the first mark used all its CPU in between.
+  let pg = 0;
+  for (const [p, ms] of to.pg) pg += ms - (from.pg.get(p) ?? 0);
+  parts.pg = to.pg.size === 0 ? NaN : pg;
+  return { main: parts.main / per, index: parts.index / per, other: parts.other / per, pg: parts.pg / per, client: parts.client / per };
+}
+
+const statFields = (file: string): string[] | undefined => {
   try {
     const stat = readFileSync(file, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime and stime are fields 14 and 15 of stat(5); here counted from field 3 (state).
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+    // Fields after the command name (which may hold spaces), from field 3 (state) on.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return NaN;
+    return undefined;
   }
+};
+
+// utime and stime are fields 14 and 15 of stat(5); here counted from field 3 (state).
+const ticksMs = (fields: string[]) => ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+
+function readStatCpuMs(file: string): number {
+  const fields = statFields(file);
+  return fields ? ticksMs(fields) : NaN;
 }
 
 /** USER_HZ: 100 on every Linux configuration Node supports. */

@@ -281,6 +281,12 @@ async function main(): Promise<void> {
     if (opts.sections.has('ingest'))
       await section('ingest', async () => {
         log('batch ingest');
+        // Every other session of the database: the server's pool and index thread (the floor's is idle meanwhile).
+        const pgPids = async () =>
+          (
+            await admin<{ pid: number }[]>`
+            select pid from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid() and datname = current_database()`
+          ).map((r) => r.pid);
         const r = await measureIngest({
           api: mainApi,
           floorSql: floorDb,
@@ -289,6 +295,7 @@ async function main(): Promise<void> {
           perRound: opts.ingestPerRound,
           lz4,
           serverPid: main.pid,
+          pgPids,
           log,
         });
         figures.push(...r.figures);
@@ -302,6 +309,8 @@ async function main(): Promise<void> {
           floorRate,
           fractions: [0.2, 0.1, 0.05],
           seconds: opts.quick ? 3 : 8,
+          serverPid: main.pid,
+          pgPids,
           log,
         });
         figures.push(...sustained.figures);
