@@ -1,5 +1,5 @@
 // An OpenAI-compatible HTTP provider (OpenAI, Ollama, vLLM, LocalAI). Remote and slow compared
-// with the local ones, so stored vectors are written in the background (see src/db/embedding-queue-repo.ts).
+// with the local ones, so vectors are made by the background indexer (src/services/search-indexer.ts).
 import type OpenAI from 'openai';
 import type { EmbeddingProvider } from './types.js';
 import { EmbeddingError } from './types.js';
@@ -42,19 +42,26 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): EmbeddingProv
     model: `${model}${opts.dimensions ? `@${opts.dimensions}` : ''}`,
     inline: false,
     dimensions: () => dims,
-    async embed(texts) {
+    async embed(texts, call) {
+      const signal = call?.signal;
       const out: Float32Array[] = [];
       for (let i = 0; i < texts.length; i += batch) {
+        // An aborted round sends no further request, and the one in flight is cancelled (the SDK
+        // takes the signal), instead of running on for its timeout and retries.
+        signal?.throwIfAborted();
         const input = texts.slice(i, i + batch).map((t) => t.slice(0, MAX_INPUT_CHARS) || ' ');
         // encoding_format 'float': without it some servers answer base64 or empty vectors silently.
         const res = await (
           await connect()
-        ).embeddings.create({
-          model,
-          input,
-          encoding_format: 'float',
-          ...(opts.dimensions ? { dimensions: opts.dimensions } : {}),
-        });
+        ).embeddings.create(
+          {
+            model,
+            input,
+            encoding_format: 'float',
+            ...(opts.dimensions ? { dimensions: opts.dimensions } : {}),
+          },
+          { signal },
+        );
         const rows = [...res.data].sort((a, b) => a.index - b.index);
         if (rows.length !== input.length) throw new EmbeddingError(`embedding endpoint returned ${rows.length} vectors for ${input.length} inputs`);
         for (const r of rows) {

@@ -13,8 +13,11 @@ export interface EmbeddingProvider {
    * (read-your-writes); false for a remote provider, which embeds in the background.
    */
   readonly inline: boolean;
-  /** Unit-length vectors, one per text, in order. */
-  embed(texts: string[]): Promise<Float32Array[]>;
+  /**
+   * Unit-length vectors, one per text, in order. `signal` ends a remote call early (an indexing
+   * round that failed while it embedded); local providers, which answer at once, may ignore it.
+   */
+  embed(texts: string[], opts?: { signal?: AbortSignal }): Promise<Float32Array[]>;
   /**
    * Spelling neighbours of a word from the provider's vocabulary (closest first), and whether the
    * word itself is a common word there. Keyword search keeps those found in the group's own texts.

@@ -112,7 +112,7 @@ export function createSearchIndexer(deps: {
    * statements of the round in flight move on (indexRound writes the keyword rows meanwhile).
    */
   async function embedYielding(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
-    if (!provider.inline) return provider.embed(texts);
+    if (!provider.inline) return provider.embed(texts, { signal });
     const out: Float32Array[] = [];
     for (let i = 0; i < texts.length; i += EMBED_SLICE) {
       await new Promise((r) => setImmediate(r));

@@ -1,0 +1,59 @@
+// A remote embedding call ends when its indexing round is aborted: the request in flight is
+// cancelled and no further batch is sent (before, it ran on for its timeout and retries).
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createOpenAiProvider } from '../../src/embeddings/openai.js';
+
+describe('OpenAI-compatible provider and an aborted round', () => {
+  let server: Server;
+  let url: string;
+  // Requests received, and those whose connection the client closed before an answer.
+  const received: IncomingMessage[] = [];
+  let closedEarly = 0;
+  let onRequest: (() => void) | undefined;
+
+  beforeAll(async () => {
+    // A stand-in for a slow endpoint (outbound HTTP is the only thing tests fake): it never answers.
+    server = createServer((req, res) => {
+      received.push(req);
+      res.on('close', () => {
+        if (!res.writableEnded) closedEarly++;
+      });
+      onRequest?.();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  test('the request in flight is cancelled and the next batch is never sent', async () => {
+    // One text per request, a timeout far beyond the test's: only the abort can end the call.
+    const provider = createOpenAiProvider({ url, model: 'm', batchSize: 1, timeoutMs: 60_000 });
+    const stop = new AbortController();
+    const first = new Promise<void>((r) => (onRequest = r));
+    const call = provider.embed(['first text', 'second text', 'third text'], { signal: stop.signal });
+    call.catch(() => undefined);
+    await first;
+    const t0 = Date.now();
+    stop.abort();
+    await expect(call).rejects.toThrow();
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    // The connection of the cancelled request closes; nothing else arrives.
+    for (const end = Date.now() + 2_000; closedEarly < 1 && Date.now() < end;) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(closedEarly).toBe(1);
+    expect(received).toHaveLength(1);
+  });
+
+  test('an already aborted signal sends nothing', async () => {
+    const before = received.length;
+    const provider = createOpenAiProvider({ url, model: 'm', timeoutMs: 60_000 });
+    await expect(provider.embed(['text'], { signal: AbortSignal.abort() })).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(received).toHaveLength(before);
+  });
+});
