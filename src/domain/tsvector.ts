@@ -207,12 +207,18 @@ export function plainTokens(text: string): string[] | null {
 
 /**
  * A tsvector made here, one weight of one text: its lexemes (first seen first) and each one's
- * positions as PostgreSQL stores them (WordEntryPos: the weight in the top two bits, A = 3 … D = 0).
+ * positions as PostgreSQL stores them (WordEntryPos: the weight in the top two bits, A = 3 … D = 0),
+ * lexeme j's at pos[start[j]] to pos[start[j + 1] - 1]. Three typed arrays per text instead of an
+ * array per lexeme: those arrays (grown by push) were a fifth of an indexing round's garbage.
  */
 export interface Tsv {
   lexemes: string[];
-  positions: number[][];
+  start: Uint32Array;
+  pos: Uint16Array;
 }
+
+/** Positions of lexeme j of a tsvector. */
+export const positionsOf = (t: Tsv, j: number): Uint16Array => t.pos.subarray(t.start[j], t.start[j + 1]);
 
 const WEIGHT_BITS = { A: 3 << 14, B: 2 << 14, C: 1 << 14, D: 0 } as const;
 const POS_MASK = 0x3fff;
@@ -220,27 +226,21 @@ const POS_MASK = 0x3fff;
 const MAX_ENTRY_POS = 16_383;
 const MAX_NUM_POS = 256;
 
-/** A lexeme of the tsvector being made, and its positions in the current text. */
+/**
+ * A lexeme of the tsvector being made. Its positions in the current text are a list through the
+ * lexicon's scratch arrays (first and last occurrence, how many): numbers only, so an entry, which
+ * lives in the lexicon for good, holds nothing of a text once it is made.
+ */
 interface Entry {
   lexeme: string;
-  /** The text (a counter) whose positions `positions` holds. */
+  /** The text (a counter) whose positions the list holds. */
   text: number;
-  positions: number[];
+  first: number;
+  last: number;
+  count: number;
 }
 
-/** The positions of an entry between texts (never written to: a text's first position replaces it). */
-const NONE: number[] = [];
-
-const entry = (lexeme: string): Entry => ({ lexeme, text: 0, positions: NONE });
-
-/**
- * Drops the positions a text left on its entries and returns `result`: entries live in the lexicon
- * for good, and a lexeme's last positions kept for each of 200k words would be gigabytes.
- */
-function release<T>(used: Entry[], result: T): T {
-  for (const e of used) e.positions = NONE;
-  return result;
-}
+const entry = (lexeme: string): Entry => ({ lexeme, text: 0, first: 0, last: 0, count: 0 });
 
 /** A lexeme as tsvector text: bare when it is letters, digits and hyphens (every lexeme made here), else quoted. */
 const quote = (lexeme: string) => (/^[a-z0-9-]+$/.test(lexeme) ? lexeme : `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`);
@@ -251,7 +251,7 @@ export function tsvectorText(t: Tsv): string {
   let out = '';
   t.lexemes.forEach((l, j) => {
     out += `${out ? ' ' : ''}${quote(l)}:`;
-    t.positions[j].forEach((p, k) => (out += `${k ? ',' : ''}${p & POS_MASK}${WEIGHT_LETTER[p >>> 14]}`));
+    positionsOf(t, j).forEach((p, k) => (out += `${k ? ',' : ''}${p & POS_MASK}${WEIGHT_LETTER[p >>> 14]}`));
   });
   return out;
 }
@@ -261,17 +261,21 @@ export function parseTsvector(b: Uint8Array): Tsv {
   const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   const count = buf.readInt32BE(0);
   const lexemes = new Array<string>(count);
-  const positions = new Array<number[]>(count);
+  const start = new Uint32Array(count + 1);
+  // At most (bytes - 4) / 2 positions: sized once, trimmed after.
+  const pos = new Uint16Array(Math.max(0, (buf.length - 4) >>> 1));
   let at = 4;
+  let p = 0;
   for (let j = 0; j < count; j++) {
     const end = buf.indexOf(0, at);
     lexemes[j] = buf.toString('utf8', at, end);
     const n = buf.readUInt16BE(end + 1);
     at = end + 3;
-    const ps = (positions[j] = new Array<number>(n));
-    for (let k = 0; k < n; k++, at += 2) ps[k] = buf.readUInt16BE(at);
+    start[j] = p;
+    for (let k = 0; k < n; k++, at += 2) pos[p++] = buf.readUInt16BE(at);
   }
-  return { lexemes, positions };
+  start[count] = p;
+  return { lexemes, start, pos: pos.subarray(0, p) };
 }
 
 const isAscii = (s: string) => {
@@ -329,10 +333,9 @@ export function joinTsvectors(parts: Tsv[]): Uint8Array | null {
   for (const part of parts) {
     shifts.push(max);
     let last = 0;
-    for (const ps of part.positions) {
-      last = Math.max(last, ps[ps.length - 1] & POS_MASK);
-      positions += ps.length;
-    }
+    // A lexeme's positions ascend: its last one is its greatest.
+    for (let j = 0; j < part.lexemes.length; j++) last = Math.max(last, part.pos[part.start[j + 1] - 1] & POS_MASK);
+    positions += part.start[part.lexemes.length];
     max += last;
   }
   if (max >= MAX_ENTRY_POS) return null;
@@ -356,11 +359,18 @@ export function joinTsvectors(parts: Tsv[]): Uint8Array | null {
   const put = (where: number) => {
     const k = where >>> 16;
     const shift = shifts[k];
-    for (const p of parts[k].positions[where & 0xffff]) {
-      const q = p + shift;
+    const { start, pos } = parts[k];
+    const j = where & 0xffff;
+    for (let i = start[j]; i < start[j + 1]; i++) {
+      const q = pos[i] + shift;
       out[o++] = q >>> 8;
       out[o++] = q & 0xff;
     }
+  };
+  const count = (where: number) => {
+    const { start } = parts[where >>> 16];
+    const j = where & 0xffff;
+    return start[j + 1] - start[j];
   };
   for (const l of lexemes) {
     if (ascii) for (let i = 0; i < l.length; i++) out[o++] = l.charCodeAt(i);
@@ -368,11 +378,11 @@ export function joinTsvectors(parts: Tsv[]): Uint8Array | null {
     out[o++] = 0;
     const where = at.get(l)!;
     if (typeof where === 'number') {
-      o = out.writeUInt16BE(parts[where >>> 16].positions[where & 0xffff].length, o);
+      o = out.writeUInt16BE(count(where), o);
       put(where);
     } else {
       let n = 0;
-      for (const w of where) n += parts[w >>> 16].positions[w & 0xffff].length;
+      for (const w of where) n += count(w);
       if (n > MAX_NUM_POS) return null;
       o = out.writeUInt16BE(n, o);
       where.forEach(put);
@@ -431,6 +441,10 @@ export function createLexicon(maxWords = MAX_WORDS) {
   };
   const byLexeme = new Map<string, Entry>();
   let texts = 0;
+  // The current text's occurrences, in text order: each one's position, and the next occurrence of
+  // the same lexeme (scanPlain visits at most MAX_TOKENS tokens a text).
+  const occPos = new Uint16Array(MAX_TOKENS);
+  const occNext = new Int32Array(MAX_TOKENS);
   return {
     /** Learns what ts_lexize('english_stem', word) gave for each word (null: the dictionary did not know it). */
     learn(ws: string[], lexemes: (string[] | null)[]): void {
@@ -463,6 +477,7 @@ export function createLexicon(maxWords = MAX_WORDS) {
       let complete = true;
       let refused = false;
       let position = 0;
+      let occurrences = 0;
       const plain = scanPlain(text, (from, to, kind) => {
         position++;
         let e: Entry | null | false | undefined;
@@ -494,29 +509,35 @@ export function createLexicon(maxWords = MAX_WORDS) {
         }
         if (e === false) return !(refused = true);
         if (e === null || !complete) return;
+        const k = occurrences++;
+        occPos[k] = bits | position;
+        occNext[k] = -1;
         if (e.text !== id) {
           e.text = id;
-          e.positions = [bits | position];
+          e.first = e.last = k;
+          e.count = 1;
           used.push(e);
-        } else e.positions.push(bits | position);
+        } else {
+          occNext[e.last] = k;
+          e.last = k;
+          e.count++;
+        }
       });
-      if (!plain || refused) return release(used, null);
-      if (!complete) return release(used, undefined);
+      if (!plain || refused) return null;
+      if (!complete) return undefined;
       const lexemes = new Array<string>(used.length);
-      const positions = new Array<number[]>(used.length);
+      const start = new Uint32Array(used.length + 1);
+      const pos = new Uint16Array(occurrences);
+      let p = 0;
       for (let j = 0; j < used.length; j++) {
-        if (used[j].positions.length > MAX_POSITIONS) return release(used, null);
-        lexemes[j] = used[j].lexeme;
-        positions[j] = used[j].positions;
+        const e = used[j];
+        if (e.count > MAX_POSITIONS) return null;
+        lexemes[j] = e.lexeme;
+        start[j] = p;
+        for (let k = e.first; k >= 0; k = occNext[k]) pos[p++] = occPos[k];
       }
-      return release(used, { lexemes, positions });
-    },
-
-    /** Positions held between texts (0: each text's are dropped once it is made). */
-    retained(): number {
-      let n = 0;
-      for (const e of byLexeme.values()) n += e.positions.length;
-      return n;
+      start[used.length] = p;
+      return { lexemes, start, pos };
     },
   };
 }
