@@ -287,34 +287,48 @@ const isAscii = (s: string) => {
 const KEY_CHARS = 6;
 const KEY_INDEX = 2048;
 
+/** Bytewise order of two lexemes, then their index (equal lexemes keep their order). */
+const byBytes = (names: string[]) => (a: number, b: number) => Buffer.compare(Buffer.from(names[a]), Buffer.from(names[b])) || a - b;
+
+/** Whether lexeme a comes before lexeme b (UTF-16 order, bytewise in ASCII), or is the same one earlier. */
+const before = (names: string[], a: number, b: number) => names[a] < names[b] || (names[a] === names[b] && a < b);
+
 /**
- * Lexemes in the database's order: bytewise, which in ASCII is UTF-16 order. Sorting strings was
- * most of a join's time; ASCII lexemes are sorted as numbers made of their first six characters
- * (0 past the end sorts a prefix first) and their index, and only a run sharing those six
- * characters is sorted again as strings. Otherwise the UTF-8 bytes are compared.
+ * The indexes of some lexemes in the database's order: bytewise, which in ASCII is UTF-16 order;
+ * equal lexemes keep their order. Sorting strings was most of a join's time; ASCII lexemes are
+ * sorted as numbers made of their first six characters (0 past the end sorts a prefix first) and
+ * their index, and only a run sharing those six characters is sorted again (by insertion: such
+ * runs are a few lexemes). Otherwise the UTF-8 bytes are compared.
  */
-function sortLexemes(lexemes: string[], ascii: boolean): string[] {
-  const n = lexemes.length;
-  if (!ascii) return lexemes.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-  if (n >= KEY_INDEX) return lexemes.sort();
+function lexemeOrder(names: string[], ascii: boolean): number[] {
+  const n = names.length;
+  const order = new Array<number>(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  if (!ascii) return order.sort(byBytes(names));
+  if (n >= KEY_INDEX) return order.sort((a, b) => (before(names, a, b) ? -1 : 1));
   const keys = new Float64Array(n);
   for (let i = 0; i < n; i++) {
-    const l = lexemes[i];
+    const l = names[i];
     let k = 0;
     for (let c = 0; c < KEY_CHARS; c++) k = k * 128 + (c < l.length ? l.charCodeAt(c) : 0);
     keys[i] = k * KEY_INDEX + i;
   }
   keys.sort();
-  const out = new Array<string>(n);
-  for (let i = 0; i < n; i++) out[i] = lexemes[keys[i] % KEY_INDEX];
+  for (let i = 0; i < n; i++) order[i] = keys[i] % KEY_INDEX;
   for (let i = 0; i < n;) {
     const prefix = Math.floor(keys[i] / KEY_INDEX);
     let j = i + 1;
     while (j < n && Math.floor(keys[j] / KEY_INDEX) === prefix) j++;
-    if (j - i > 1) out.splice(i, j - i, ...out.slice(i, j).sort());
+    // Six characters alike: lexemes of the same prefix, or one lexeme of several parts.
+    for (let x = i + 1; x < j; x++) {
+      const v = order[x];
+      let y = x - 1;
+      for (; y >= i && before(names, v, order[y]); y--) order[y + 1] = order[y];
+      order[y + 1] = v;
+    }
     i = j;
   }
-  return out;
+  return order;
 }
 
 /**
@@ -330,65 +344,69 @@ export function joinTsvectors(parts: Tsv[]): Uint8Array | null {
   const shifts: number[] = [];
   let max = 0;
   let positions = 0;
+  let total = 0;
   for (const part of parts) {
     shifts.push(max);
     let last = 0;
     // A lexeme's positions ascend: its last one is its greatest.
     for (let j = 0; j < part.lexemes.length; j++) last = Math.max(last, part.pos[part.start[j + 1] - 1] & POS_MASK);
     positions += part.start[part.lexemes.length];
+    total += part.lexemes.length;
     max += last;
   }
   if (max >= MAX_ENTRY_POS) return null;
-  // By lexeme: where it is (part · 2^16 + index), or the places of a lexeme in several parts.
-  const at = new Map<string, number | number[]>();
-  parts.forEach((part, k) =>
-    part.lexemes.forEach((l, j) => {
-      const was = at.get(l);
-      const here = k * 0x10000 + j;
-      if (was === undefined) at.set(l, here);
-      else if (typeof was === 'number') at.set(l, [was, here]);
-      else was.push(here);
-    }),
-  );
-  const ascii = [...at.keys()].every(isAscii);
-  const lexemes = sortLexemes([...at.keys()], ascii);
-  let size = 4 + 2 * positions;
-  for (const l of lexemes) size += (ascii ? l.length : Buffer.byteLength(l)) + 3;
-  const out = Buffer.allocUnsafe(size);
-  let o = out.writeInt32BE(lexemes.length, 0);
-  const put = (where: number) => {
-    const k = where >>> 16;
-    const shift = shifts[k];
-    const { start, pos } = parts[k];
-    const j = where & 0xffff;
-    for (let i = start[j]; i < start[j + 1]; i++) {
-      const q = pos[i] + shift;
-      out[o++] = q >>> 8;
-      out[o++] = q & 0xff;
+  // Every part's lexemes in one list (part · 2^16 + index beside each), sorted: a lexeme of several
+  // parts comes once per part, in part order, and is written once. No map of lexemes: its entries
+  // were most of what a join allocated.
+  const names = new Array<string>(total);
+  const places = new Int32Array(total);
+  let ascii = true;
+  let bytes = 4 + 2 * positions;
+  for (let k = 0, i = 0; k < parts.length; k++) {
+    const ls = parts[k].lexemes;
+    for (let j = 0; j < ls.length; j++, i++) {
+      names[i] = ls[j];
+      places[i] = k * 0x10000 + j;
+      if (ascii && !isAscii(ls[j])) ascii = false;
     }
-  };
-  const count = (where: number) => {
-    const { start } = parts[where >>> 16];
-    const j = where & 0xffff;
-    return start[j + 1] - start[j];
-  };
-  for (const l of lexemes) {
+  }
+  for (const l of names) bytes += (ascii ? l.length : Buffer.byteLength(l)) + 3;
+  const order = lexemeOrder(names, ascii);
+  // Sized for every lexeme of every part; a lexeme of several parts takes less.
+  const out = Buffer.allocUnsafe(bytes);
+  let o = 4;
+  let lexemes = 0;
+  for (let g = 0; g < total;) {
+    const l = names[order[g]];
+    let h = g + 1;
+    while (h < total && names[order[h]] === l) h++;
+    let n = 0;
+    for (let x = g; x < h; x++) {
+      const where = places[order[x]];
+      const { start } = parts[where >>> 16];
+      n += start[(where & 0xffff) + 1] - start[where & 0xffff];
+    }
+    if (n > MAX_NUM_POS) return null;
     if (ascii) for (let i = 0; i < l.length; i++) out[o++] = l.charCodeAt(i);
     else o += out.write(l, o, 'utf8');
     out[o++] = 0;
-    const where = at.get(l)!;
-    if (typeof where === 'number') {
-      o = out.writeUInt16BE(count(where), o);
-      put(where);
-    } else {
-      let n = 0;
-      for (const w of where) n += count(w);
-      if (n > MAX_NUM_POS) return null;
-      o = out.writeUInt16BE(n, o);
-      where.forEach(put);
+    o = out.writeUInt16BE(n, o);
+    for (let x = g; x < h; x++) {
+      const where = places[order[x]];
+      const { start, pos } = parts[where >>> 16];
+      const shift = shifts[where >>> 16];
+      const j = where & 0xffff;
+      for (let i = start[j]; i < start[j + 1]; i++) {
+        const q = pos[i] + shift;
+        out[o++] = q >>> 8;
+        out[o++] = q & 0xff;
+      }
     }
+    lexemes++;
+    g = h;
   }
-  return out;
+  out.writeInt32BE(lexemes, 0);
+  return out.subarray(0, o);
 }
 
 /**

@@ -432,6 +432,17 @@ describe('the tsvector made in the indexer', () => {
       'understandings understandable understand under undersea',
       'customers customer custom customs customised customary',
     ]);
+    // More lexemes than the numeric sort keys index (2,048 over the four weights), half of them in two weights.
+    const many = Array.from(
+      { length: 1200 },
+      (_, i) => `b${String.fromCharCode(97 + (Math.floor(i / 26) % 26), 97 + (i % 26))}${'xyz'[Math.floor(i / 676)]}`,
+    );
+    groups.push([
+      many.slice(0, 600).join(' '),
+      many.slice(300, 900).join(' '),
+      many.slice(600, 1200).join(' '),
+      many.slice(900).concat(many.slice(0, 300)).join(' '),
+    ]);
     const lexicon = createLexicon();
     const unknown = new Set<string>();
     for (const g of groups) g.forEach((x, k) => lexicon.tsvector(x, weights[k], unknown));
@@ -441,8 +452,9 @@ describe('the tsvector made in the indexer', () => {
       return parts.every((p) => p) ? joinTsvectors(parts as Tsv[]) : null;
     });
     // The capped ones are left to the database; most are joined here.
-    expect(joined.slice(-4, -2)).toEqual([null, null]);
-    expect(joined.slice(-2).every((j) => j !== null)).toBe(true);
+    expect(joined.slice(-5, -3)).toEqual([null, null]);
+    expect(joined.slice(-3).every((j) => j !== null)).toBe(true);
+    expect(parseTsvector(joined[joined.length - 1]!).lexemes.length).toBeGreaterThan(1000);
     const taken = joined.flatMap((j, n) => (j ? [n] : []));
     // Sent in the stored order (bytewise, no lexeme twice): the database keeps the entries as sent,
     // so the stored bytes are those || makes (a misordered input is sorted there, its data left as sent).
