@@ -24,6 +24,8 @@ describe('copyBinary', () => {
       ],
       [-7, 'ffffffff-ffff-4fff-bfff-ffffffffffff', '', new Uint8Array(0), new Date('1999-12-31T23:59:59.999Z'), new Uint8Array([0, 0x80])],
       [null, null, null, null, null, null],
+      // Every hex digit, in capitals too.
+      [2, 'A1B2C3D4-E5F6-4789-8abc-def012345678', 'x', new Uint8Array([1]), new Date(0), new Uint8Array([0, 0])],
     ];
     await copyBinary(
       t.sql,
@@ -57,6 +59,7 @@ describe('copyBinary', () => {
         ts: new Date('2025-03-14T15:09:26.123Z'),
         code: '1010010100000001',
       },
+      { n: 2, u: 'a1b2c3d4-e5f6-4789-8abc-def012345678', t: 'x', b: Buffer.from([1]), ts: new Date(0), code: '0000000000000000' },
       { n: null, u: null, t: null, b: null, ts: null, code: null },
     ]);
   });
