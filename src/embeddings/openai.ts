@@ -60,7 +60,10 @@ export function createOpenAiProvider(opts: OpenAiProviderOptions): EmbeddingProv
             encoding_format: 'float',
             ...(opts.dimensions ? { dimensions: opts.dimensions } : {}),
           },
-          { signal },
+          // A signal of this request's own, following the round's: the SDK adds an abort listener
+          // to the signal it is given and never removes it, so the round's signal would gather one
+          // per request (and Node warns of a leak past 10 of them).
+          { signal: signal && AbortSignal.any([signal]) },
         );
         const rows = [...res.data].sort((a, b) => a.index - b.index);
         if (rows.length !== input.length) throw new EmbeddingError(`embedding endpoint returned ${rows.length} vectors for ${input.length} inputs`);

@@ -1,5 +1,6 @@
 // A remote embedding call ends when its indexing round is aborted: the request in flight is
 // cancelled and no further batch is sent (before, it ran on for its timeout and retries).
+import { getEventListeners } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -12,10 +13,23 @@ describe('OpenAI-compatible provider and an aborted round', () => {
   const received: IncomingMessage[] = [];
   let closedEarly = 0;
   let onRequest: (() => void) | undefined;
+  // Requests to this path are answered at once (a vector per input); others never.
+  const ANSWERED = '/answered/v1/embeddings';
 
   beforeAll(async () => {
     // A stand-in for a slow endpoint (outbound HTTP is the only thing tests fake): it never answers.
     server = createServer((req, res) => {
+      if (req.url === ANSWERED) {
+        let body = '';
+        req.on('data', (d: Buffer) => (body += d.toString()));
+        req.on('end', () => {
+          const n = (JSON.parse(body) as { input: string[] }).input.length;
+          const data = Array.from({ length: n }, (_, index) => ({ object: 'embedding', index, embedding: [1, 2, 3] }));
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify({ object: 'list', data, model: 'm' }));
+        });
+        return;
+      }
       received.push(req);
       res.on('close', () => {
         if (!res.writableEnded) closedEarly++;
@@ -55,5 +69,27 @@ describe('OpenAI-compatible provider and an aborted round', () => {
     await expect(provider.embed(['text'], { signal: AbortSignal.abort() })).rejects.toThrow();
     await new Promise((r) => setTimeout(r, 100));
     expect(received).toHaveLength(before);
+  });
+
+  test("a round's many requests leave no listener on its signal (no leak warning)", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const base = url.replace(/\/v1$/, '/answered/v1');
+      const provider = createOpenAiProvider({ url: base, model: 'm', batchSize: 1, timeoutMs: 10_000 });
+      const stop = new AbortController();
+      // 30 requests on one round's signal: the SDK's listener on each used to stay there.
+      const vectors = await provider.embed(
+        Array.from({ length: 30 }, (_, i) => `text ${i}`),
+        { signal: stop.signal },
+      );
+      expect(vectors).toHaveLength(30);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0);
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });
