@@ -297,8 +297,7 @@ const before = (names: string[], a: number, b: number) => names[a] < names[b] ||
  * The indexes of some lexemes in the database's order: bytewise, which in ASCII is UTF-16 order;
  * equal lexemes keep their order. Sorting strings was most of a join's time; ASCII lexemes are
  * sorted as numbers made of their first six characters (0 past the end sorts a prefix first) and
- * their index, and only a run sharing those six characters is sorted again (by insertion: such
- * runs are a few lexemes). Otherwise the UTF-8 bytes are compared.
+ * their index, and only a run sharing those six characters is sorted again (a short one by insertion). Otherwise the UTF-8 bytes are compared.
  */
 function lexemeOrder(names: string[], ascii: boolean): number[] {
   const n = names.length;
@@ -319,7 +318,15 @@ function lexemeOrder(names: string[], ascii: boolean): number[] {
     const prefix = Math.floor(keys[i] / KEY_INDEX);
     let j = i + 1;
     while (j < n && Math.floor(keys[j] / KEY_INDEX) === prefix) j++;
-    // Six characters alike: lexemes of the same prefix, or one lexeme of several parts.
+    // Six characters alike: lexemes of the same prefix, or one lexeme of several parts. A long run
+    // (many lexemes of one prefix, first seen in reverse order: insertion would be quadratic) is
+    // sorted with the comparator.
+    if (j - i > 16) {
+      const run = order.slice(i, j).sort((a, b) => (before(names, a, b) ? -1 : 1));
+      for (let x = i; x < j; x++) order[x] = run[x - i];
+      i = j;
+      continue;
+    }
     for (let x = i + 1; x < j; x++) {
       const v = order[x];
       let y = x - 1;
