@@ -107,10 +107,17 @@ export function cpuParts(from: CpuMark, to: CpuMark, pid: number, per: number): 
     else if (t.nice > nice) parts.index += d;
     else parts.other += d;
   }
-  // A backend that started after the first mark used all its CPU in between.
+  // A backend that started after the first mark used all its CPU in between; one that ended before
+  // a read (NaN) is left out. None readable: the database is not on this machine.
   let pg = 0;
-  for (const [p, ms] of to.pg) pg += ms - (from.pg.get(p) ?? 0);
-  parts.pg = to.pg.size === 0 ? NaN : pg;
+  let read = 0;
+  for (const [p, ms] of to.pg) {
+    const was = from.pg.get(p) ?? 0;
+    if (Number.isNaN(ms) || Number.isNaN(was)) continue;
+    pg += ms - was;
+    read++;
+  }
+  parts.pg = read === 0 ? NaN : pg;
   return { main: parts.main / per, index: parts.index / per, other: parts.other / per, pg: parts.pg / per, client: parts.client / per };
 }
 

@@ -23,6 +23,7 @@ import { densityFigures, densityMarkdown, runDensity, type DensityResult } from 
 import { pgbouncerInstalled } from './pgbouncer.js';
 import { measureImport } from './import.js';
 import { measureStages, stagesMarkdown, type StageBreakdown } from './stages.js';
+import { applicationNameOf } from '../../src/db/server-limits.js';
 import { readRssMb, startFloorServer, startServer, type Child } from './processes.js';
 import { formatTable, writeReport, type BenchReport } from './report.js';
 import { makeFigure, median, type Figure } from './stats.js';
@@ -281,11 +282,12 @@ async function main(): Promise<void> {
     if (opts.sections.has('ingest'))
       await section('ingest', async () => {
         log('batch ingest');
-        // Every other session of the database: the server's pool and index thread (the floor's is idle meanwhile).
+        // The server's sessions (its pool and index thread name themselves after its label), not the
+        // floor's or another client's of the same database.
         const pgPids = async () =>
           (
             await admin<{ pid: number }[]>`
-            select pid from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid() and datname = current_database()`
+            select pid from pg_stat_activity where backend_type = 'client backend' and application_name = ${applicationNameOf(main.name, mainSchema)}`
           ).map((r) => r.pid);
         const r = await measureIngest({
           api: mainApi,
