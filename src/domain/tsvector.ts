@@ -293,18 +293,22 @@ const byBytes = (names: string[]) => (a: number, b: number) => Buffer.compare(Bu
 /** Whether lexeme a comes before lexeme b (UTF-16 order, bytewise in ASCII), or is the same one earlier. */
 const before = (names: string[], a: number, b: number) => names[a] < names[b] || (names[a] === names[b] && a < b);
 
+/** A comparator of lexeme indexes by `before`. */
+const byUnits = (names: string[]) => (a: number, b: number) => (a === b ? 0 : before(names, a, b) ? -1 : 1);
+
 /**
  * The indexes of some lexemes in the database's order: bytewise, which in ASCII is UTF-16 order;
  * equal lexemes keep their order. Sorting strings was most of a join's time; ASCII lexemes are
  * sorted as numbers made of their first six characters (0 past the end sorts a prefix first) and
- * their index, and only a run sharing those six characters is sorted again (a short one by insertion). Otherwise the UTF-8 bytes are compared.
+ * their index, and only a run sharing those six characters is sorted again (a short one by
+ * insertion). Otherwise the UTF-8 bytes are compared.
  */
 function lexemeOrder(names: string[], ascii: boolean): number[] {
   const n = names.length;
   const order = new Array<number>(n);
   for (let i = 0; i < n; i++) order[i] = i;
   if (!ascii) return order.sort(byBytes(names));
-  if (n >= KEY_INDEX) return order.sort((a, b) => (before(names, a, b) ? -1 : 1));
+  if (n >= KEY_INDEX) return order.sort(byUnits(names));
   const keys = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     const l = names[i];
@@ -322,7 +326,7 @@ function lexemeOrder(names: string[], ascii: boolean): number[] {
     // (many lexemes of one prefix, first seen in reverse order: insertion would be quadratic) is
     // sorted with the comparator.
     if (j - i > 16) {
-      const run = order.slice(i, j).sort((a, b) => (before(names, a, b) ? -1 : 1));
+      const run = order.slice(i, j).sort(byUnits(names));
       for (let x = i; x < j; x++) order[x] = run[x - i];
       i = j;
       continue;
