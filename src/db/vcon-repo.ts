@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { Db, Sql, TransactionSql } from './client.js';
-import type { Derived, TagRow } from '../domain/derive.js';
+import type { Derived, DialogFacts, TagRow } from '../domain/derive.js';
 import type { JsonObject, VconKind } from '../domain/vcon.js';
 import type { ListQuery } from '../domain/params.js';
 import { stage, stageMark } from '../stages.js';
@@ -65,6 +65,15 @@ export function arrayLiteral(xs: readonly (string | number | null)[]): string {
   return `${out}}`;
 }
 
+/** A vCon's dialog facts as the array literals of its vcon_dialogs row. */
+const dialogArrays = (f: DialogFacts) => ({
+  types: arrayLiteral(f.types),
+  durations: arrayLiteral(f.durations),
+  mediatypes: arrayLiteral(f.mediatypes),
+  encodings: arrayLiteral(f.encodings),
+  body_bytes: arrayLiteral(f.body_bytes),
+});
+
 /** A padding row of vconRows (all eleven columns null), skipped by its `where`. */
 const EMPTY_ROW: null[] = Array(11).fill(null);
 
@@ -114,20 +123,7 @@ export function createVconRepo(db: Db) {
     const rows = <T extends object>(pick: (d: Derived) => T[]) =>
       items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))) as never;
     // One row per vCon with dialogs: its facts as arrays (migration 0005), sent as array literals.
-    const dialogs = items.flatMap(({ uuid, derived: { dialogs: f } }) =>
-      f
-        ? [
-            {
-              vcon_uuid: uuid,
-              types: arrayLiteral(f.types),
-              durations: arrayLiteral(f.durations),
-              mediatypes: arrayLiteral(f.mediatypes),
-              encodings: arrayLiteral(f.encodings),
-              body_bytes: arrayLiteral(f.body_bytes),
-            },
-          ]
-        : [],
-    );
+    const dialogs = items.flatMap(({ uuid, derived: { dialogs: f } }) => (f ? [{ vcon_uuid: uuid, ...dialogArrays(f) }] : []));
     const guard = only ? db`where x.vcon_uuid in (select uuid from v)` : db``;
     return db`
       p as (
@@ -194,17 +190,7 @@ export function createVconRepo(db: Db) {
     const d = i.derived;
     const f = d.dialogs;
     const sig = tagsSig(d.tags);
-    const dialogs = f
-      ? [
-          {
-            types: arrayLiteral(f.types),
-            durations: arrayLiteral(f.durations),
-            mediatypes: arrayLiteral(f.mediatypes),
-            encodings: arrayLiteral(f.encodings),
-            body_bytes: arrayLiteral(f.body_bytes),
-          },
-        ]
-      : [];
+    const dialogs = f ? [dialogArrays(f)] : [];
     return db<{ uuid: string }[]>`
       with v as (
         insert into vcons (uuid, doc, kind, subject, created_at, updated_at,

@@ -195,20 +195,12 @@ const tooDeep = (max: number) =>
 
 /** Rejects absurdly deep documents up front (iteratively, so the check itself can't overflow). */
 export function checkDepth(input: unknown, max = MAX_DEPTH): void {
-  const stack: [unknown, number][] = [[input, 1]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth > max) throw tooDeep(max);
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-    }
-  }
+  scanDocument(input, max);
 }
 
 /**
- * checkDepth and "is any field name or string unstorable" (text.ts) in one walk of the document:
- * throws as checkDepth does (whatever text it met), else answers the text question. Every create
+ * Rejects a document nested deeper than `max` (whatever text it met), else answers "is any field
+ * name or string unstorable" (text.ts), in one walk. Every create
  * asked both, a walk each (~a third of a plain vCon's validation); this walk allocates nothing per
  * value (two stacks, not a pair per object).
  */

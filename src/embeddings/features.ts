@@ -6,8 +6,9 @@
 // key strings. Ids stand for exact keys, never for hashes: two keys with the same 32-bit hash stay
 // two features, as they were two Map keys. A text's distinct words are counted while it is scanned
 // and each adds its features once, weighted by its count (of a fixture vCon's whole text 46 % of the
-// words are distinct, of a bench corpus vCon's 22 %): the vectors are those of the plain algorithm up to float32 rounding
-// (tests/unit/embed-equivalence.test.ts keeps a reference copy of it). Stored vectors stay valid.
+// words are distinct, of a bench corpus vCon's 22 %): the vectors are those of the plain algorithm
+// up to float32 rounding (tests/unit/embed-equivalence.test.ts keeps a reference copy of it).
+// Stored vectors stay valid.
 import { FNV_OFFSET, fnvFinish, fnvUpdate, hash32, isContentToken, scanSpans, stem } from './text.js';
 import { spanHash, spanSlot } from '../domain/span-table.js';
 
