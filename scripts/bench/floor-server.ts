@@ -14,10 +14,10 @@ const keyword = createKeywordRanker({ repo: searchRepo, provider: {} });
 const send = (res: http.ServerResponse, status: number, body: unknown) => {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 };
-const readBody = async (req: http.IncomingMessage) => {
+const readBody = async <T = { uuid: string }>(req: http.IncomingMessage) => {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
-  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as { uuid: string };
+  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as T;
 };
 
 const routes: [RegExp, string, (m: RegExpExecArray, u: URL, req: http.IncomingMessage) => Promise<unknown>][] = [
@@ -34,6 +34,16 @@ const routes: [RegExp, string, (m: RegExpExecArray, u: URL, req: http.IncomingMe
       const doc = await readBody(req);
       await sql`insert into floor_docs ${sql({ uuid: doc.uuid, doc: sql.json(doc as never) })} on conflict (uuid) do update set doc = excluded.doc`;
       return { success: true, uuid: doc.uuid, created: true };
+    },
+  ],
+  [
+    // The batch floor over HTTP: the body read and parsed, the direct floor's insert (bench ingest).
+    /^\/vcons\/batch$/,
+    'POST',
+    async (_m, _u, req) => {
+      const docs = await readBody<{ uuid: string }[]>(req);
+      await sql`insert into floor_http_docs ${sql(docs.map((d) => ({ uuid: d.uuid, doc: sql.json(d as never) })))}`;
+      return { success: true, total: docs.length };
     },
   ],
   [

@@ -8,31 +8,38 @@ import { makeFigure, median, type Figure } from './stats.js';
 
 export const BATCH = 100;
 
-/** Creates the floor table: uuid primary key, jsonb document, lz4 when the server has it. */
+/**
+ * Creates the floor tables: uuid primary key, jsonb document, lz4 when the server has it.
+ * floor_docs takes the direct floor's rows, floor_http_docs the HTTP floor's (the same documents).
+ */
 export async function createFloorTable(sql: Sql): Promise<{ lz4: boolean }> {
   try {
     await sql`create table floor_docs (uuid uuid primary key, doc jsonb compression lz4 not null)`;
+    await sql`create table floor_http_docs (like floor_docs including all)`;
     return { lz4: true };
   } catch (err) {
     // Only a server built without lz4 falls back; anything else is a real failure of the bench.
     if ((err as { code?: string }).code !== '0A000') throw err;
     await sql`create table floor_docs (uuid uuid primary key, doc jsonb not null)`;
+    await sql`create table floor_http_docs (like floor_docs including all)`;
     return { lz4: false };
   }
 }
 
-async function postBatch(api: string, body: string): Promise<void> {
+async function postBatch(api: string, body: string, expect = 201): Promise<void> {
   const res = await fetch(`${api}/vcons/batch`, { method: 'POST', headers: { 'content-type': 'application/json', ...benchAuth }, body });
   const text = await res.text();
-  if (res.status !== 201) throw new Error(`POST /vcons/batch answered ${res.status}: ${text.slice(0, 500)}`);
+  if (res.status !== expect) throw new Error(`POST /vcons/batch answered ${res.status}: ${text.slice(0, 500)}`);
 }
 
 /**
  * Interleaved rounds: each round sends the same fresh documents to the server (POST /vcons/batch
  * of 100, one writer, bodies serialised before the clock starts) and to the floor (postgres.js
  * `sql(rows)` into the bare table, batches of 100, one writer). The server's figure is the rate of
- * acknowledged writes; its indexing backlog is drained before the floor's round. Returns the
- * figure and how many vCons the server now holds.
+ * acknowledged writes; its indexing backlog is drained before the floor's round. With
+ * `httpFloorApi`, the same bodies also go to the floor server's POST /vcons/batch (node:http, the
+ * body parsed, the same insert): what HTTP alone leaves of the floor. Returns the figures and how
+ * many vCons the server now holds.
  */
 export async function measureIngest(opts: {
   api: string;
@@ -41,6 +48,8 @@ export async function measureIngest(opts: {
   rounds: number;
   perRound: number;
   lz4: boolean;
+  /** The floor server's URL: the HTTP floor's side of each round (none without it). */
+  httpFloorApi?: string;
   /** The server's pid, for its CPU time per vCon. */
   serverPid?: number;
   /** The database's backends serving the server (for the CPU budget; none when not local). */
@@ -50,6 +59,7 @@ export async function measureIngest(opts: {
   const server: number[] = [];
   const serverCpu: number[] = [];
   const floor: number[] = [];
+  const httpFloor: number[] = [];
   // Per round: CPU per 100 vCons of each part while the writes are acknowledged, and until indexed.
   const writing: { parts: CpuParts; wall: number }[] = [];
   const whole: CpuParts[] = [];
@@ -86,15 +96,17 @@ export async function measureIngest(opts: {
       }
       floor.push(docs.length / ((performance.now() - t0) / 1000));
     };
-    // Alternate the order so that drift in machine load hits both sides alike.
-    if (r % 2 === 0) {
-      await runServer();
-      await runFloor();
-    } else {
-      await runFloor();
-      await runServer();
-    }
-    opts.log(`  ingest round ${r + 1}/${opts.rounds}: server ${server[r].toFixed(0)} vCons/s, floor ${floor[r].toFixed(0)} vCons/s`);
+    const runHttpFloor = async () => {
+      if (!opts.httpFloorApi) return;
+      const t0 = performance.now();
+      for (const b of bodies) await postBatch(opts.httpFloorApi, b, 200);
+      httpFloor.push(docs.length / ((performance.now() - t0) / 1000));
+    };
+    // Alternate the order so that drift in machine load hits every side alike.
+    const sides = [runServer, runFloor, runHttpFloor];
+    for (const side of r % 2 === 0 ? sides : sides.reverse()) await side();
+    const http = opts.httpFloorApi ? `, HTTP floor ${httpFloor[r].toFixed(0)} vCons/s` : '';
+    opts.log(`  ingest round ${r + 1}/${opts.rounds}: server ${server[r].toFixed(0)} vCons/s, floor ${floor[r].toFixed(0)} vCons/s${http}`);
   }
   const figure = makeFigure({
     id: 'ingest.batch',
@@ -113,7 +125,22 @@ export async function measureIngest(opts: {
     rounds: serverCpu,
     note: 'CPU time of the server process per stored vCon, its search indexing included (the round ends when the index queue is empty; PostgreSQL not included), from /proc',
   });
-  return { figures: [figure, cpu, ...budgetFigures(writing, whole)], stored: next };
+  // Informational: the direct floor has no HTTP in it, the other floors of the bench do (node:http).
+  const viaHttp =
+    httpFloor.length > 0
+      ? [
+          makeFigure({
+            id: 'ingest.batch.http_floor',
+            label: 'POST /vcons/batch against the HTTP floor (100/batch, 1 writer)',
+            unit: 'vCons/s',
+            better: 'higher',
+            rounds: server,
+            floor: { label: "node:http, body read and JSON.parse, then the direct floor's insert", rounds: httpFloor },
+            note: `the HTTP floor itself is ${(median(httpFloor) / median(floor)).toFixed(2)} × the direct floor: the body's transfer and parse, before any work of the server's own`,
+          }),
+        ]
+      : [];
+  return { figures: [figure, ...viaHttp, cpu, ...budgetFigures(writing, whole)], stored: next };
 }
 
 const partsTotal = (p: CpuParts) => p.main + p.index + p.other + (Number.isNaN(p.pg) ? 0 : p.pg) + p.client;

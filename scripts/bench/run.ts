@@ -289,9 +289,13 @@ async function main(): Promise<void> {
             await admin<{ pid: number }[]>`
             select pid from pg_stat_activity where backend_type = 'client backend' and application_name = ${applicationNameOf(main.name, mainSchema)}`
           ).map((r) => r.pid);
+        // The floor server over the floor schema alone, for the HTTP floor's side of each round.
+        const httpFloor = await startFloorServer({ name: 'floor-ingest', databaseUrl, searchPath: `"${floorSchema}"`, runDir });
+        children.push(httpFloor);
         const r = await measureIngest({
           api: mainApi,
           floorSql: floorDb,
+          httpFloorApi: httpFloor.url,
           seed: opts.seed,
           rounds: opts.rounds,
           perRound: opts.ingestPerRound,
@@ -300,6 +304,7 @@ async function main(): Promise<void> {
           pgPids,
           log,
         });
+        await httpFloor.stop();
         figures.push(...r.figures);
         stored = r.stored;
         log('sustained ingest (search keeping up)');
