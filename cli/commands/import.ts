@@ -9,7 +9,7 @@ import { readLauncherEnvironment, type LauncherEnvironment } from '../environmen
 import { UserError } from '../errors.js';
 import { loadGroup, resolveDir, type GroupSpec } from '../groups.js';
 import { addEnvDirFlag, addInstancesDirFlag } from '../options.js';
-import { BATCH_MAX, DUPLICATE_IN_BATCH, type BatchItem } from '../../src/domain/responses.js';
+import { BATCH_MAX, type BatchItem } from '../../src/domain/responses.js';
 import { classifyVcon } from '../../src/domain/vcon.js';
 import { contentUuid } from '../content-uuid.js';
 import { note } from '../output.js';
@@ -183,7 +183,7 @@ const reasonOf = (r: { error?: string; message?: string; details?: { path: strin
   return `${r.error ?? 'rejected'}: ${message}${details}`;
 };
 
-async function postBatch(api: string, headers: Record<string, string>, batch: Item[]): Promise<{ outcomes: ImportOutcome[]; retry: Item[] }> {
+async function postBatch(api: string, headers: Record<string, string>, batch: Item[]): Promise<ImportOutcome[]> {
   const res = await fetch(`${api}/vcons/batch`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -201,21 +201,18 @@ async function postBatch(api: string, headers: Record<string, string>, batch: It
   }
   if (!Array.isArray(body.results)) {
     const reason = reasonOf({ error: body.error ?? `http_${res.status}`, message: body.message ?? text.slice(0, 200) });
-    return { outcomes: batch.map((i) => ({ source: i.source, outcome: 'rejected', reason })), retry: [] };
+    return batch.map((i) => ({ source: i.source, outcome: 'rejected', reason }));
   }
   const byIndex = new Map(body.results.map((r) => [r.index, r]));
   const outcomes: ImportOutcome[] = [];
-  const retry: Item[] = [];
   batch.forEach((item, i) => {
     const r = byIndex.get(i);
     if (!r) outcomes.push({ source: item.source, outcome: 'rejected', reason: 'no result for this item' });
     else if (r.status === 201) outcomes.push({ source: item.source, outcome: 'stored', uuid: r.uuid ?? undefined });
     else if (r.status === 200) outcomes.push({ source: item.source, outcome: 'replaced', uuid: r.uuid ?? undefined });
-    // One uuid twice in a request (two items the importer could not identify): fine in a later batch.
-    else if (r.error === DUPLICATE_IN_BATCH) retry.push(item);
     else outcomes.push({ source: item.source, outcome: 'rejected', uuid: r.uuid ?? undefined, reason: reasonOf(r) });
   });
-  return { outcomes, retry };
+  return outcomes;
 }
 
 function createProgress(total: number, enabled: boolean) {
@@ -330,30 +327,21 @@ export async function importFiles(
   let pending: number | null;
   try {
     let done = 0;
-    // Files sharing a uuid (a vCon and its signed form, say) go in successive rounds, in file order.
-    for (let queue = items; queue.length;) {
-      const next: Item[] = [];
-      // Two batches in flight: the server parses and validates one while PostgreSQL stores the
-      // other. Items of one round have distinct uuids, so their order doesn't matter; the report
-      // keeps file order.
-      const all = [...batches(queue)];
-      const results: Awaited<ReturnType<typeof postBatch>>[] = [];
-      let taken = 0;
-      const sender = async () => {
-        for (let k = taken++; k < all.length; k = taken++) {
-          results[k] = await postBatch(api, headers, all[k]);
-          done += results[k].outcomes.length;
-          progress.update(done);
-        }
-      };
-      await Promise.all([sender(), sender()]);
-      for (const r of results) {
-        outcomes.push(...r.outcomes);
-        next.push(...r.retry);
+    // Two batches in flight: the server parses and validates one while PostgreSQL stores the
+    // other. Items of an import have distinct uuids (the last file of each is kept), so their
+    // order doesn't matter; the report keeps file order.
+    const all = [...batches(items)];
+    const results: ImportOutcome[][] = [];
+    let taken = 0;
+    const sender = async () => {
+      for (let k = taken++; k < all.length; k = taken++) {
+        results[k] = await postBatch(api, headers, all[k]);
+        done += results[k].length;
+        progress.update(done);
       }
-      if (next.length === queue.length) throw new Error('the server keeps refusing the same items as duplicates');
-      queue = next;
-    }
+    };
+    await Promise.all([sender(), sender()]);
+    for (const r of results) outcomes.push(...r);
     progress.update(done, true);
     // Indexing runs behind the writes: say what is not searchable yet (a temporary instance
     // leaves it queued for the group's server).

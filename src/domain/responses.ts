@@ -118,17 +118,11 @@ export const Replaced = z.object({ success: ok, uuid: UuidString, created: z.lit
 
 /** POST /vcons/batch accepts 1 to this many vCons (API.md); the importer batches by it too. */
 export const BATCH_MAX = 100;
-/**
- * The `error` of a batch item whose uuid an earlier item of the same request already has: the
- * item itself may be fine, on its own or in a later batch (the importer sends it again then).
- */
-export const DUPLICATE_IN_BATCH = 'duplicate_in_batch';
-
 export const BatchItem = z.object({
   index: Count.describe('Position in the request array'),
   uuid: z.string().nullable(),
   status: z.union([z.literal(201), z.literal(200), z.literal(400)]).describe('201 created, 200 replaced, 400 rejected'),
-  error: z.string().optional().describe(`For a rejected item: an error code of the one error format, or ${DUPLICATE_IN_BATCH}`),
+  error: z.string().optional().describe('For a rejected item: an error code of the one error format'),
   message: z.string().optional(),
   details: z.array(ErrorDetail).optional(),
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, NotFoundError, ValidationError } from '../domain/errors.js';
 import { deriveRows, isTagsAttachment } from '../domain/derive.js';
 import { parseBatch, parseBody, parseListQuery, VconPatch, type ListQuery } from '../domain/params.js';
-import { DUPLICATE_IN_BATCH, type BatchItem, type BatchResult } from '../domain/responses.js';
+import type { BatchItem, BatchResult } from '../domain/responses.js';
 import {
   Analysis,
   Attachment,
@@ -162,14 +162,19 @@ export function createVconService(deps: VconServiceDeps) {
       return { uuid, created, vcon: after };
     },
 
-    /** Stores up to 100 independent vCons: valid items are written together in one transaction. */
+    /**
+     * Stores up to 100 independent vCons: valid items are written together in one transaction, in
+     * input order: an item repeating an earlier item's uuid replaces it, as a second request would.
+     */
     async batch(input: unknown, ctx: RequestCtx, opts?: WriteOptions): Promise<BatchResult> {
       const items = parseBatch(input);
       const results: BatchItem[] = [];
-      const seen = new Map<string, number>();
+      const seen = new Set<string>();
       const stamp = now();
       const at = stamp.toISOString();
       type Ready = { index: number; c: ClassifiedVcon; uuid: string };
+      // Items whose uuid an earlier valid item has: written after every other one, in input order.
+      const repeats: Ready[] = [];
       let next = 0;
       /** Validates items from the next one on until `count` more are ready to store, or none is left. */
       const prepareNext = async (count: number): Promise<Ready[]> => {
@@ -179,15 +184,12 @@ export function createVconService(deps: VconServiceDeps) {
           try {
             const c = await prepareCreate(items[index], ctx);
             const uuid = c.uuid ?? randomUUID();
-            const dup = seen.get(uuid);
-            if (dup !== undefined) {
-              throw new AppError(400, DUPLICATE_IN_BATCH, `uuid ${uuid} appears twice in this batch (first at item ${dup})`, [
-                { path: 'uuid', message: `already at item ${dup} of this batch` },
-              ]);
-            }
-            seen.set(uuid, index);
-            out.push({ index, c, uuid });
             results[index] = { index, uuid, status: 201 };
+            if (seen.has(uuid)) repeats.push({ index, c, uuid });
+            else {
+              seen.add(uuid);
+              out.push({ index, c, uuid });
+            }
           } catch (err) {
             if (!(err instanceof AppError)) throw err;
             const item = items[index];
@@ -230,12 +232,17 @@ export function createVconService(deps: VconServiceDeps) {
           const replaced = new Map(rest.map((r) => [r.uuid, storedOf(r, true)]));
           const flags = await tx.upsert([...replaced.values()]);
           for (const r of ready) results[r.index].status = inserted.has(r.uuid) || flags.get(r.uuid) === true ? 201 : 200;
-          return fresh.map((s) => replaced.get(s.uuid)?.doc ?? s.doc);
+          const docs = fresh.map((s) => replaced.get(s.uuid)?.doc ?? s.doc);
+          // One statement each: an upsert may not touch a row twice. Each replaces a vCon written above.
+          for (const r of repeats) {
+            const stored = storedOf(r, true);
+            await tx.upsert([stored]);
+            results[r.index].status = 200;
+            docs.push(stored.doc);
+          }
+          return docs;
         });
-        await written(
-          ready.map((r) => r.uuid),
-          opts,
-        );
+        await written([...seen], opts);
         for (const doc of docs) await runHook(plugins, 'afterCreate', doc, ctx);
       }
       const created = results.filter((r) => r.status === 201).length;
