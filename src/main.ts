@@ -27,7 +27,7 @@ import { createVconService } from './services/vcon-service.js';
 import { createTagService } from './services/tag-service.js';
 import { createDiscoveryService } from './services/discovery-service.js';
 import { createMetaService } from './services/meta-service.js';
-import { createDatabaseService } from './services/database-service.js';
+import { ANALYZE_TIMEOUT_MAX_MS, createDatabaseService } from './services/database-service.js';
 import { createAnalyticsService } from './services/analytics-service.js';
 import type { Services } from './services/index.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
@@ -119,7 +119,8 @@ export function createServices(
         password: config.db.analyze?.password,
         applicationName: `vcon-${config.label ?? config.db.schema}-analyze`.slice(0, 60),
       }),
-      analyzeTimeoutMs: Math.min(config.db.statementTimeoutMs, 10_000),
+      // At most 5 s: the answer comes well inside the 10 s a client may wait before calling it a hang.
+      analyzeTimeoutMs: Math.min(config.db.statementTimeoutMs, ANALYZE_TIMEOUT_MAX_MS),
     }),
     analytics: createAnalyticsService({ repo: createAnalyticsRepo(sql), plugins }),
     plugins,

@@ -14,6 +14,9 @@ export const ANALYZE_TEMP_FILE_LIMIT_KB = 64 * 1024;
 const DEAD_RATIO_WARN = 0.2;
 const DEAD_ROWS_WARN = 1_000;
 const DEAD_RATIO_CRITICAL = 0.5;
+/** The longest statement timeout of POST /database/analyze (ms), whatever STATEMENT_TIMEOUT_MS says. */
+export const ANALYZE_TIMEOUT_MAX_MS = 5_000;
+
 const DEAD_ROWS_CRITICAL = 10_000;
 const STALE_ANALYZE_RATIO = 0.2;
 const UNUSED_INDEX_WARN_BYTES = 10 * 1024 * 1024;
