@@ -82,10 +82,20 @@ export function issueDetails(issues: readonly Issue[], prefix: readonly Property
     } else if (issue.code === 'invalid_key' && issue.issues?.length) {
       out.push({ path: formatPath(at), message: issue.issues[0].message });
     } else {
-      out.push({ path: formatPath(at), message: issue.message });
+      out.push({ path: formatPath(at), message: plainMessage(issue.message) });
     }
   }
   return out;
+}
+
+const DEFAULT_TYPE_MESSAGE = /^Invalid input: expected (\w+), received (\w+)$/;
+const article = (t: string) => (t === 'null' || t === 'undefined' ? t : `${/^[aeiou]/.test(t) ? 'an' : 'a'} ${t}`);
+
+/** zod's default wrong-type message in the words of the others ("must be a string, not a number"). */
+function plainMessage(message: string): string {
+  const m = DEFAULT_TYPE_MESSAGE.exec(message);
+  if (!m) return message;
+  return m[2] === 'undefined' ? 'is required' : `must be ${article(m[1])}, not ${article(m[2])}`;
 }
 
 const UNAVAILABLE_CODES = new Set([

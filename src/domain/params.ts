@@ -10,7 +10,7 @@ import { EXAMPLE_TYPES } from './examples.js';
 import { AppError, InvalidParameterError, ValidationError, issueDetails } from './errors.js';
 import { textProblem } from './text.js';
 import { BATCH_MAX, StoredVcon } from './responses.js';
-import { UUID_RE, Vcon } from './vcon.js';
+import { UUID_RE, Vcon, stringError } from './vcon.js';
 
 export const MAX_PAGE = 100;
 /** The tag-ordered listing pages through at most this many rows. */
@@ -217,7 +217,8 @@ export const AttachmentsQuery = z.object({
 
 /** `GET /vcons/:uuid/tags`, get_tags. */
 export const TagsQuery = z.object({
-  key: optionalText('Return only this tag (tag_not_found when absent)'),
+  // A key like PUT's: `?key=` (empty) or one with ":" can name no tag, a 400 rather than a 404.
+  key: z.preprocess((v) => (v === null ? undefined : v), TagKey.optional()).describe('Return only this tag (tag_not_found when absent)'),
 });
 
 /** `GET /tags/search`, search_by_tags. */
@@ -361,7 +362,9 @@ export const ManageTagArgs = z.object({
 export const AnalyzeBody = z.strictObject(
   {
     query: z
-      .string({ error: 'is required: one SELECT or WITH ... SELECT statement' })
+      .string({
+        error: stringError('is required: one SELECT or WITH ... SELECT statement', 'must be a string: one SELECT or WITH ... SELECT statement'),
+      })
       .refine((s) => s.trim() !== '', 'is required: one SELECT or WITH ... SELECT statement')
       .max(MAX_ANALYZE_CHARS, `must be at most ${MAX_ANALYZE_CHARS} characters`)
       .refine((s) => !s.includes('\u0000'), 'must not contain NUL characters')

@@ -75,9 +75,17 @@ export const Dialog = z
   );
 export type Dialog = z.infer<typeof Dialog>;
 
+/** A required string's message: missing, and present with another type, are different problems. */
+export const stringError =
+  (required: string, wrongType: string) =>
+  (i: { input: unknown }): string =>
+    i.input === undefined ? required : `${wrongType}, not ${i.input === null ? 'null' : Array.isArray(i.input) ? 'an array' : `a ${typeof i.input}`}`;
+
 export const Analysis = z.looseObject({
-  type: z.string({ error: 'is required (a string such as summary or transcript)' }).min(1, 'must not be empty'),
-  vendor: z.string({ error: 'is required (a non-empty string)' }).min(1, 'must not be empty'),
+  type: z
+    .string({ error: stringError('is required (a string such as summary or transcript)', 'must be a string such as summary or transcript') })
+    .min(1, 'must not be empty'),
+  vendor: z.string({ error: stringError('is required (a non-empty string)', 'must be a non-empty string') }).min(1, 'must not be empty'),
   dialog: IndexOrList.optional(),
   product: z.string().optional(),
   schema: z.string().optional(),

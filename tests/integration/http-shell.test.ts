@@ -98,6 +98,15 @@ describe('HTTP shell', () => {
     const batch = await s.api('/vcons/batch');
     expect(batch.status).toBe(405);
     expect(batch.headers.get('allow')).toBe('POST, OPTIONS');
+    // The routes that need no key too, with a key or without one.
+    for (const path of ['/health', '/version', '/schema', '/openapi.json', '/examples/minimal']) {
+      for (const key of [undefined, null]) {
+        const r = await s.api(path, { method: 'POST', json: {}, key });
+        expect(r.status, `POST ${path}`).toBe(405);
+        expectErrorFormat(r.body, 'method_not_allowed');
+        expect(r.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+      }
+    }
   });
 
   it('answers a well-formed JSON body that is not an object with validation_failed, not invalid_json', async () => {

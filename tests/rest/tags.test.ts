@@ -74,6 +74,16 @@ describe('tag routes', () => {
     const missing = await s.api(`/vcons/${uuid}/tags?key=old`);
     expect(missing.status).toBe(404);
     expect(missing.body.error).toBe('tag_not_found');
+    // A key no tag can have is the request's fault: 400 naming the parameter, not a 404.
+    for (const [key, problem] of [
+      ['', 'must not be empty'],
+      ['a:b', 'must not contain ":"'],
+    ]) {
+      const bad = await s.api(`/vcons/${uuid}/tags?key=${encodeURIComponent(key)}`);
+      expect(bad.status, key).toBe(400);
+      expect(bad.body.details[0].path).toBe('key');
+      expect(bad.body.details[0].message).toContain(problem);
+    }
     expect((await s.api(`/vcons/${uuid}/tags`, { method: 'DELETE' })).status).toBe(204);
     expect((await s.api(`/vcons/${uuid}/tags`)).body.tags).toEqual({});
     expect((await s.api(`/tags/search?tags=${q({ priority: '3' })}`)).body.uuids).not.toContain(uuid);

@@ -193,6 +193,22 @@ describe('sub-resources', () => {
     const noVendor = await s.api(`/vcons/${body.uuid}/analysis`, { method: 'POST', json: { type: 'x', body: 'b' } });
     expect(noVendor.status).toBe(400);
     expect(noVendor.body.details.map((x: any) => x.path)).toContain('vendor');
+    // A field present with the wrong type is not "required": the message says what it got.
+    const wrongTypes = await s.api(`/vcons/${body.uuid}/analysis`, { method: 'POST', json: { type: 5, vendor: ['v'] } });
+    expect(wrongTypes.status).toBe(400);
+    expect(wrongTypes.body.details).toEqual(
+      expect.arrayContaining([
+        { path: 'type', message: 'must be a string such as summary or transcript, not a number' },
+        { path: 'vendor', message: 'must be a non-empty string, not an array' },
+      ]),
+    );
+    const wrongUuid = await s.api('/vcons', { method: 'POST', json: { uuid: 5, parties: [3] } });
+    expect(wrongUuid.body.details).toEqual(
+      expect.arrayContaining([
+        { path: 'uuid', message: 'must be a string, not a number' },
+        { path: 'parties[0]', message: 'must be an object, not a number' },
+      ]),
+    );
     const objBody = await s.api(`/vcons/${body.uuid}/analysis`, { method: 'POST', json: { type: 'x', vendor: 'v', body: { a: 1 } } });
     expect(objBody.status).toBe(400);
     const sv = await s.api(`/vcons/${body.uuid}/analysis`, { method: 'POST', json: { type: 'x', vendor: 'v', schema_version: '1' } });
