@@ -243,6 +243,15 @@ function pollLag(api: string, everyMs = 100): { stop(): Promise<number[]> } {
  * for the queue to drain before the next. The figure is the highest achieved rate whose lag p95
  * stayed within 1 s.
  */
+/** The sustained ingest goal, as a fraction of the batch floor (issue 17). */
+export const SUSTAINED_GOAL = 0.2;
+
+/**
+ * Paced steps of batch ingest while /health's index lag is sampled. The figure is the highest
+ * achieved rate whose lag p95 stays within 1 s. The bodies are ready before a step starts: made
+ * inside it, the client fell behind its pace (1,740/s paced at 1,791/s), so a step paced at the
+ * goal could not reach it whatever the server did.
+ */
 export async function measureSustained(opts: {
   api: string;
   seed: number;
@@ -259,18 +268,27 @@ export async function measureSustained(opts: {
   const pgPids = opts.pgPids ?? (async () => []);
   for (const fraction of opts.fractions) {
     const interval = (BATCH / (opts.floorRate * fraction)) * 1000;
+    // The step's bodies are made before its clock starts, as batch ingest's are: generating them
+    // inside the step took ~5 ms of the client's CPU per batch from the 2 cores the server uses.
+    const bodies: string[] = [];
+    for (let b = Math.ceil((opts.seconds * 1000) / interval) + 1; b > 0; b--) {
+      const docs = [];
+      for (let i = 0; i < BATCH; i++) docs.push(generateVcon(opts.seed, next++));
+      bodies.push(JSON.stringify(docs));
+    }
     const lag = pollLag(opts.api);
     const mark0 = opts.serverPid ? await cpuMark(opts.serverPid, pgPids) : undefined;
     const t0 = performance.now();
     let sent = 0;
-    while (performance.now() - t0 < opts.seconds * 1000) {
+    for (const body of bodies) {
+      if (performance.now() - t0 >= opts.seconds * 1000) break;
       const due = t0 + (sent / BATCH) * interval;
       if (due > performance.now()) await new Promise((r) => setTimeout(r, due - performance.now()));
-      const docs = [];
-      for (let i = 0; i < BATCH; i++) docs.push(generateVcon(opts.seed, next++));
-      await postBatch(opts.api, JSON.stringify(docs));
+      await postBatch(opts.api, body);
       sent += BATCH;
     }
+    // Bodies the step had no time for were never stored: the next step makes those vCons again.
+    next -= bodies.length * BATCH - sent;
     const wall = performance.now() - t0;
     const achieved = sent / (wall / 1000);
     // Cores busy over the step (server, its database backends, this client): how near the machine is to saturation.
@@ -292,7 +310,8 @@ export async function measureSustained(opts: {
   }
   const kept = steps.filter((s) => s.lagP95 <= 1);
   const best = kept.length ? Math.max(...kept.map((s) => s.achieved)) : 0;
-  const first = steps[0];
+  // The lag goal is judged at the goal's pace (0.2 × the floor), whatever other steps ran.
+  const first = steps.find((s) => s.fraction === SUSTAINED_GOAL) ?? steps[0];
   return {
     stored: next,
     figures: [
@@ -303,7 +322,7 @@ export async function measureSustained(opts: {
         better: 'higher',
         rounds: [best],
         floor: { label: 'the batch ingest floor of this run', rounds: [opts.floorRate] },
-        goal: { kind: 'ratio', min: 0.2 },
+        goal: { kind: 'ratio', min: SUSTAINED_GOAL },
         note: steps
           .map(
             (s) =>

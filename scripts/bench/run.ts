@@ -14,7 +14,7 @@ import postgres, { type Sql } from 'postgres';
 import { packageRoot } from '../../src/paths.js';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from '../../src/db/embedded.js';
 import { generateVcon, SEARCH_BENCH_QUERIES, TAG_KEYS, tagValues } from './corpus.js';
-import { createFloorTable, loadCorpus, measureIngest, measureSustained } from './ingest.js';
+import { SUSTAINED_GOAL, createFloorTable, loadCorpus, measureIngest, measureSustained } from './ingest.js';
 import { measureRoute, type RouteCase } from './http-figures.js';
 import { measureSearch } from './search.js';
 import { formatDevSet, measureDevSet } from './devset.js';
@@ -314,7 +314,7 @@ async function main(): Promise<void> {
           seed: opts.seed,
           from: stored,
           floorRate,
-          fractions: [0.2, 0.1, 0.05],
+          fractions: [SUSTAINED_GOAL, 0.1, 0.05],
           seconds: opts.quick ? 3 : 8,
           serverPid: main.pid,
           pgPids,
