@@ -7,7 +7,7 @@ import { createSearchIndexRepo } from './db/search-index-repo.js';
 import { createIndexQueueRepo } from './db/index-queue-repo.js';
 import type { EmbeddingProvider } from './embeddings/types.js';
 import type { Plugin } from './plugins/hooks.js';
-import { createSearchIndexer, type IndexRepos, type IndexTransact } from './services/search-indexer.js';
+import { INDEX_BATCH, createSearchIndexer, type IndexRepos, type IndexTransact } from './services/search-indexer.js';
 import { createSearchService, type SearchService } from './services/search-service.js';
 import { createIndexWorker, type WakeCounter } from './services/index-worker.js';
 import type { IndexThreadData, IndexThreadMessage, IndexThreadReport } from './index-thread.js';
@@ -66,7 +66,8 @@ export function createIndexing(deps: {
   const worker = createIndexWorker({
     indexer,
     log,
-    batch: provider.inline ? 100 : 32,
+    batch: provider.inline ? INDEX_BATCH : 32,
+    backlogBatch: provider.inline ? 2 * INDEX_BATCH : 32,
     onIdle: deps.onIdle,
     onStuck: deps.onStuck,
     wakes: deps.wakes,

@@ -34,6 +34,12 @@ export function createIndexWorker(deps: {
   indexer: SearchIndexer;
   log: WorkerLog;
   batch: number;
+  /**
+   * The round after a full one that left a backlog takes this many (default `batch`): a round of
+   * 200 bench vCons costs ~5 % less CPU and ~12 % less time per vCon than two of 100 (fewer
+   * statements and round trips), so a backlog drains sooner.
+   */
+  backlogBatch?: number;
   idleMs?: number;
   /**
    * After a round that left the queue empty, the next one waits this long for more writes (ms): a
@@ -59,6 +65,9 @@ export function createIndexWorker(deps: {
   stuckMs?: number;
 }) {
   const { indexer, log, batch } = deps;
+  const backlogBatch = Math.max(batch, deps.backlogBatch ?? batch);
+  // The size of the next round: `batch`, or backlogBatch behind a backlog.
+  let size = batch;
   // Writes of other instances (and rows left by a crash) are found within this interval.
   const idleMs = deps.idleMs ?? 250;
   const coalesceMs = deps.coalesceMs ?? COALESCE_MS;
@@ -107,7 +116,7 @@ export function createIndexWorker(deps: {
     const before = queued;
     let n = 0;
     try {
-      running = indexer.indexRound(batch);
+      running = indexer.indexRound(size);
       const watchdog = deps.onStuck ? untracked(() => setTimeout(deps.onStuck!, deps.stuckMs ?? 20_000)) : undefined;
       watchdog?.unref();
       try {
@@ -122,7 +131,8 @@ export function createIndexWorker(deps: {
     } finally {
       running = undefined;
     }
-    queued = n < batch ? 0 : Math.max(0, before - n);
+    const full = n >= size;
+    queued = full ? Math.max(0, before - n) : 0;
     absorb();
     if (counted !== seen) woken = true;
     if (n === 0 && !woken) deps.onIdle?.(seen);
@@ -130,7 +140,8 @@ export function createIndexWorker(deps: {
     // A full round is a backlog unless counted writes alone filled it and fewer than a round's
     // worth remain (a stream gathered to a full round): rows nobody counted (a crash's, another
     // instance's) run back to back.
-    const backlog = n >= batch && (!deps.wakes || before < n || queued >= batch);
+    const backlog = full && (!deps.wakes || before < n || queued >= batch);
+    size = backlog ? backlogBatch : batch;
     if (backlog || ((n > 0 || woken) && (hurry || deps.wakes?.hurried()))) schedule(0);
     else if (n > 0 || woken) {
       gatherUntil = Date.now() + maxGatherMs;

@@ -25,9 +25,9 @@ function fakeIndexer() {
   return { q, indexer };
 }
 
-function setup(coalesceMs?: number) {
+function setup(coalesceMs?: number, backlogBatch?: number) {
   const { q, indexer } = fakeIndexer();
-  const worker = createIndexWorker({ indexer, log: { warn() {} }, batch: 100, idleMs: 250, coalesceMs });
+  const worker = createIndexWorker({ indexer, log: { warn() {} }, batch: 100, backlogBatch, idleMs: 250, coalesceMs });
   return {
     worker,
     rounds: q.rounds,
@@ -96,6 +96,21 @@ describe('index worker scheduling', () => {
     // Each round starts as the one before ends (a zero timeout is up to 1 ms), without the 20 ms wait.
     expect(t.rounds[0].at).toBeLessThanOrEqual(ROUND_MS + 1);
     for (let k = 1; k < 3; k++) expect(t.rounds[k].at - t.rounds[k - 1].at).toBeLessThanOrEqual(ROUND_MS + 1);
+    await t.worker.stop();
+  });
+
+  it('behind a backlog, takes backlogBatch a round; back to batch once the queue is empty', async () => {
+    const t = setup(20, 200);
+    t.queue(650);
+    t.worker.start();
+    await vi.advanceTimersByTimeAsync(5 * ROUND_MS);
+    // The first round can't know of a backlog; each full one after it takes 200.
+    expect(t.rounds.map((r) => r.n)).toEqual([100, 200, 200, 150]);
+    await vi.advanceTimersByTimeAsync(300);
+    t.queue(250);
+    t.worker.wake();
+    await vi.advanceTimersByTimeAsync(4 * ROUND_MS);
+    expect(t.rounds.slice(4).map((r) => r.n)).toEqual([100, 150]);
     await t.worker.stop();
   });
 });
