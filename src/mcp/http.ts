@@ -93,7 +93,25 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
 
   // The REST keys and the REST error format; read-only keys may POST here (scope limits tools instead).
   const auth = createAuth(config, log, { enforceMethods: false });
-  const json = express.json({ limit: config.rest.bodyLimit });
+  const parseJson = express.json({ limit: config.rest.bodyLimit });
+  /**
+   * The body, with JSON-RPC answers for what only a JSON-RPC client would get wrong, as the SDK's
+   * transport gives them (415 for another content type, 400 -32700 for a body that isn't JSON);
+   * an over-limit body stays the REST 413.
+   */
+  const json: RequestHandler = (req, res, next) => {
+    if (!req.is('application/json')) {
+      rpcError(res, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+      return;
+    }
+    parseJson(req, res, (err?: unknown) => {
+      if ((err as { type?: string } | undefined)?.type === 'entity.parse.failed') {
+        rpcError(res, 400, -32700, 'Parse error: the body is not valid JSON');
+        return;
+      }
+      next(err);
+    });
+  };
 
   const cors = createCors(config, MCP_CORS);
 

@@ -43,7 +43,7 @@ async function rawPost(headers: Record<string, string>, body: unknown) {
   const res = await fetch(`${s.instance.url}/mcp`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: JSON.stringify(body),
+    body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
   let json: any;
@@ -291,6 +291,26 @@ describe('MCP HTTP sessions', () => {
       { jsonrpc: '2.0', id: 3, method: 'tools/list' },
     );
     expect(unknown.status).toBe(404);
+  });
+
+  it('answers a body only a broken JSON-RPC client would send in JSON-RPC, as the SDK transport does', async () => {
+    const auth = { authorization: `Bearer ${KEY}` };
+    const init = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
+    const notJson = await rawPost(auth, '{"jsonrpc": "2.0", "id": 1, "method": ');
+    expect(notJson.status).toBe(400);
+    expect(notJson.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
+    // An initialize sent as text/plain: a 415 that says so, not "no Mcp-Session-Id".
+    const plain = await rawPost({ ...auth, 'content-type': 'text/plain' }, init);
+    expect(plain.status).toBe(415);
+    expect(plain.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32000 } });
+    expect(plain.body.error.message).toMatch(/Content-Type must be application\/json/);
+    // The key is checked first all the same.
+    expect((await rawPost({ 'content-type': 'text/plain' }, init)).status).toBe(401);
   });
 
   it('binds a session to the key that opened it: another key gets 403', async () => {
