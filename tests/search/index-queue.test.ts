@@ -243,17 +243,19 @@ describe('the index queue', () => {
   test("a search helps a lagging thread for a bounded time only: a backlog stays the thread's", async () => {
     const { services, indexer } = await indexing();
     while ((await indexer.indexRound(100)) > 0);
-    for (let b = 0; b < 10; b++) {
+    for (let b = 0; b < 20; b++) {
       const docs = Array.from({ length: 100 }, (_, i) => buildVcon({ subject: `Backlog ${b}-${i}`, turns: ['A bulk import of old calls.'] }));
       await services.vcons.batch(docs, internalCtx);
     }
     const queued = async () => (await t.sql<{ n: number }[]>`select count(*)::int as n from index_queue`)[0].n;
-    expect(await queued()).toBe(1_000);
+    expect(await queued()).toBe(2_000);
     // help = false and no thread comes: the search helps for ~HELP_BUDGET_MS, then only waits.
+    // Helping these small vCons runs at ~2,000 a second here (460-540 in its 250 ms), so helping
+    // until the 1.5 s deadline would leave none; half the backlog left leaves room for a faster machine.
     expect(await indexer.catchUp(1_500, false)).toBe(false);
     const left = await queued();
-    expect(left).toBeLessThan(1_000);
-    expect(left).toBeGreaterThan(500);
+    expect(left).toBeLessThan(2_000);
+    expect(left).toBeGreaterThan(1_000);
     while ((await indexer.indexRound(100)) > 0);
   });
 
