@@ -237,20 +237,16 @@ function pollLag(api: string, everyMs = 100): { stop(): Promise<number[]> } {
   };
 }
 
-/**
- * Sustained ingest with search keeping up (issue 17): batches of 100 paced at a fraction of the
- * floor's rate for `seconds`, while /health's index lag is sampled every 100 ms. Each step waits
- * for the queue to drain before the next. The figure is the highest achieved rate whose lag p95
- * stayed within 1 s.
- */
 /** The sustained ingest goal, as a fraction of the batch floor (issue 17). */
 export const SUSTAINED_GOAL = 0.2;
 
 /**
- * Paced steps of batch ingest while /health's index lag is sampled. The figure is the highest
- * achieved rate whose lag p95 stays within 1 s. The bodies are ready before a step starts: made
- * inside it, the client fell behind its pace (1,740/s paced at 1,791/s), so a step paced at the
- * goal could not reach it whatever the server did.
+ * Sustained ingest with search keeping up (issue 17): batches of 100 paced at a fraction of the
+ * floor's rate for `seconds`, while /health's index lag is sampled every 100 ms. Each step waits
+ * for the queue to drain before the next. The figure is the highest achieved rate whose lag p95
+ * stays within 1 s. The bodies are ready before a step starts: made inside it, the client fell
+ * behind its pace (1,740/s paced at 1,791/s), so a step paced at the goal could not reach it
+ * whatever the server did.
  */
 export async function measureSustained(opts: {
   api: string;

@@ -91,6 +91,9 @@ export function issueDetails(issues: readonly Issue[], prefix: readonly Property
 const DEFAULT_TYPE_MESSAGE = /^Invalid input: expected (\w+), received (\w+)$/;
 const article = (t: string) => (t === 'null' || t === 'undefined' ? t : `${/^[aeiou]/.test(t) ? 'an' : 'a'} ${t}`);
 
+/** What a value is, in the words of a message ("a number", "an object", "an array", "null"). */
+export const kindOf = (v: unknown): string => article(v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
+
 /** zod's default wrong-type message in the words of the others ("must be a string, not a number"). */
 function plainMessage(message: string): string {
   const m = DEFAULT_TYPE_MESSAGE.exec(message);

@@ -66,6 +66,17 @@ function bool(def: boolean, describe: string) {
   );
 }
 
+/** A JSON body's boolean: true or false itself (a query string's words are for query strings). */
+function jsonBool(def: boolean, describe: string) {
+  return z.preprocess(
+    (v) => (v === null ? undefined : v),
+    z
+      .boolean({ error: (i) => `must be true or false, got ${got(i.input)}` })
+      .default(def)
+      .describe(describe),
+  );
+}
+
 /** A string PostgreSQL can hold, at most `max` characters. Present but empty stays "". */
 function text(describe: string, opts: { min?: number; max?: number; required?: string } = {}) {
   const max = opts.max ?? 1000;
@@ -106,13 +117,18 @@ function date(edge: 'start' | 'end', describe: string) {
 }
 
 /** A tag key: not empty, no ":", at most 200 characters, storable text. */
-export const TagKey = z
-  .string({ error: 'tag key must be a string' })
-  .min(1, 'tag key must not be empty')
-  .regex(/^[^:]*$/, 'tag key must not contain ":"')
-  .max(200, 'tag key must be at most 200 characters')
-  .refine((k) => textProblem(k) === undefined, { error: (i) => `tag key ${textProblem(i.input as string)}` })
-  .describe('Tag key: not empty, no ":", at most 200 characters');
+const tagKey = (max: number) =>
+  z
+    .string({ error: 'tag key must be a string' })
+    .min(1, 'tag key must not be empty')
+    .regex(/^[^:]*$/, 'tag key must not contain ":"')
+    .max(max, `tag key must be at most ${max} characters`)
+    .refine((k) => textProblem(k) === undefined, { error: (i) => `tag key ${textProblem(i.input as string)}` });
+
+export const TagKey = tagKey(200).describe('Tag key: not empty, no ":", at most 200 characters');
+
+/** A key to read: a tags attachment written elsewhere may hold keys past the 200 a write allows. */
+const TagKeyToRead = tagKey(1000);
 
 /** A tag value as sent; stored as a string. */
 export const TagValue = z
@@ -218,7 +234,7 @@ export const AttachmentsQuery = z.object({
 /** `GET /vcons/:uuid/tags`, get_tags. */
 export const TagsQuery = z.object({
   // A key like PUT's: `?key=` (empty) or one with ":" can name no tag, a 400 rather than a 404.
-  key: z.preprocess((v) => (v === null ? undefined : v), TagKey.optional()).describe('Return only this tag (tag_not_found when absent)'),
+  key: z.preprocess((v) => (v === null ? undefined : v), TagKeyToRead.optional()).describe('Return only this tag (tag_not_found when absent)'),
 });
 
 /** `GET /tags/search`, search_by_tags. */
@@ -369,7 +385,7 @@ export const AnalyzeBody = z.strictObject(
       .max(MAX_ANALYZE_CHARS, `must be at most ${MAX_ANALYZE_CHARS} characters`)
       .refine((s) => !s.includes('\u0000'), 'must not contain NUL characters')
       .describe('One SELECT (or WITH ... SELECT) statement'),
-    analyze: bool(false, 'EXPLAIN ANALYZE: run the statement in a read-only transaction to report actual timings (default false)'),
+    analyze: jsonBool(false, 'EXPLAIN ANALYZE: run the statement in a read-only transaction to report actual timings (default false)'),
   },
   { error: (i) => (i.code === 'unrecognized_keys' ? 'is not a known field (query, analyze)' : 'must be a JSON object') },
 );

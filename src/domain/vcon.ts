@@ -3,7 +3,7 @@
 // Unknown fields pass through (looseObject); services store the caller's own object, so key order
 // and unknown fields survive untouched.
 import { z } from 'zod';
-import { ValidationError, issueDetails } from './errors.js';
+import { ValidationError, issueDetails, kindOf } from './errors.js';
 import { RANGE_PROBLEM, dateTimeProblem } from './dates.js';
 import { textProblem, unstorableText } from './text.js';
 
@@ -79,7 +79,7 @@ export type Dialog = z.infer<typeof Dialog>;
 export const stringError =
   (required: string, wrongType: string) =>
   (i: { input: unknown }): string =>
-    i.input === undefined ? required : `${wrongType}, not ${i.input === null ? 'null' : Array.isArray(i.input) ? 'an array' : `a ${typeof i.input}`}`;
+    i.input === undefined ? required : `${wrongType}, not ${kindOf(i.input)}`;
 
 export const Analysis = z.looseObject({
   type: z

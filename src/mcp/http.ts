@@ -96,20 +96,20 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
   const parseJson = express.json({ limit: config.rest.bodyLimit });
   /**
    * The body, with JSON-RPC answers for what only a JSON-RPC client would get wrong, as the SDK's
-   * transport gives them (415 for another content type, 400 -32700 for a body that isn't JSON);
-   * an over-limit body stays the REST 413.
+   * transport gives them: 415 for another content type or charset, 400 -32700 for a body that
+   * can't be read as JSON (a broken gzip stream included). An over-limit body stays the REST 413.
    */
   const json: RequestHandler = (req, res, next) => {
-    if (!req.is('application/json')) {
+    // false: a body of another type; null: no body at all, which the transport answers itself.
+    if (req.is('application/json') === false) {
       rpcError(res, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
       return;
     }
     parseJson(req, res, (err?: unknown) => {
-      if ((err as { type?: string } | undefined)?.type === 'entity.parse.failed') {
-        rpcError(res, 400, -32700, 'Parse error: the body is not valid JSON');
-        return;
-      }
-      next(err);
+      const e = err as { status?: number; message?: string } | undefined;
+      if (e?.status === 415) rpcError(res, 415, -32000, `Unsupported Media Type: ${e.message ?? 'the body must be UTF-8 JSON'}`);
+      else if (e?.status === 400) rpcError(res, 400, -32700, `Parse error: the body is not valid JSON (${e.message ?? 'unreadable'})`);
+      else next(err);
     });
   };
 

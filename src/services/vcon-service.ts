@@ -233,13 +233,14 @@ export function createVconService(deps: VconServiceDeps) {
           const flags = await tx.upsert([...replaced.values()]);
           for (const r of ready) results[r.index].status = inserted.has(r.uuid) || flags.get(r.uuid) === true ? 201 : 200;
           const docs = fresh.map((s) => replaced.get(s.uuid)?.doc ?? s.doc);
-          // One statement each: an upsert may not touch a row twice. Each replaces a vCon written above.
-          for (const r of repeats) {
-            const stored = storedOf(r, true);
-            await tx.upsert([stored]);
-            results[r.index].status = 200;
-            docs.push(stored.doc);
-          }
+          // Repeats replace what was written above. Only the last of each uuid is written (the
+          // others would be overwritten unseen in this transaction), so one upsert of distinct
+          // uuids: 100 repeats of one uuid one by one held the transaction ~15 times as long.
+          const last = new Map(repeats.map((r) => [r.uuid, r]));
+          const stored = [...last.values()].map((r) => storedOf(r, true));
+          await tx.upsert(stored);
+          for (const r of repeats) results[r.index].status = 200;
+          docs.push(...stored.map((x) => x.doc));
           return docs;
         });
         await written([...seen], opts);

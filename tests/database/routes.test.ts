@@ -205,6 +205,10 @@ describe('POST /database/analyze', () => {
       [{}, 'query'],
       [{ query: 42 }, 'query'],
       [{ query: 'select 1', analyze: 'maybe' }, 'analyze'],
+      // A JSON body has booleans: the words a query string needs are not taken here.
+      [{ query: 'select 1', analyze: 'yes' }, 'analyze'],
+      [{ query: 'select 1', analyze: 'true' }, 'analyze'],
+      [{ query: 'select 1', analyze: 1 }, 'analyze'],
       [{ query: 'select 1', explain: true }, 'explain'],
       [['select 1'], '(root)'],
     ] as const) {

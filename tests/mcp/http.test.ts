@@ -309,6 +309,12 @@ describe('MCP HTTP sessions', () => {
     expect(plain.status).toBe(415);
     expect(plain.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32000 } });
     expect(plain.body.error.message).toMatch(/Content-Type must be application\/json/);
+    const latin1 = await rawPost({ ...auth, 'content-type': 'application/json; charset=latin1' }, init);
+    expect(latin1.status).toBe(415);
+    expect(latin1.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 } });
+    const brokenGzip = await rawPost({ ...auth, 'content-encoding': 'gzip' }, 'not gzip at all');
+    expect(brokenGzip.status).toBe(400);
+    expect(brokenGzip.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
     // The key is checked first all the same.
     expect((await rawPost({ 'content-type': 'text/plain' }, init)).status).toBe(401);
   });

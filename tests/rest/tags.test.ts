@@ -52,6 +52,15 @@ describe('tag body forms and spellings', () => {
       expect(r.body.tags).toEqual({});
     }
   });
+
+  it('reads by ?key= a key written elsewhere past the 200 characters a PUT allows', async () => {
+    const key = 'k'.repeat(250);
+    const uuid = await create([{ purpose: 'tags', encoding: 'json', body: [`${key}:long`] }]);
+    expect((await s.api(`/vcons/${uuid}/tags`)).body.tags).toEqual({ [key]: 'long' });
+    const one = await s.api(`/vcons/${uuid}/tags?key=${key}`);
+    expect(one.status).toBe(200);
+    expect(one.body.value).toBe('long');
+  });
 });
 
 describe('tag routes', () => {

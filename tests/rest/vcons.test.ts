@@ -194,12 +194,12 @@ describe('sub-resources', () => {
     expect(noVendor.status).toBe(400);
     expect(noVendor.body.details.map((x: any) => x.path)).toContain('vendor');
     // A field present with the wrong type is not "required": the message says what it got.
-    const wrongTypes = await s.api(`/vcons/${body.uuid}/analysis`, { method: 'POST', json: { type: 5, vendor: ['v'] } });
+    const wrongTypes = await s.api(`/vcons/${body.uuid}/analysis`, { method: 'POST', json: { type: 5, vendor: {} } });
     expect(wrongTypes.status).toBe(400);
     expect(wrongTypes.body.details).toEqual(
       expect.arrayContaining([
         { path: 'type', message: 'must be a string such as summary or transcript, not a number' },
-        { path: 'vendor', message: 'must be a non-empty string, not an array' },
+        { path: 'vendor', message: 'must be a non-empty string, not an object' },
       ]),
     );
     const wrongUuid = await s.api('/vcons', { method: 'POST', json: { uuid: 5, parties: [3] } });
@@ -358,6 +358,15 @@ describe('batch', () => {
     expect(await byParty('Carol Repeat')).toEqual([uuid]);
     expect(await byParty('Alice Repeat')).toEqual([]);
     expect(await byParty('Bob Repeat')).toEqual([]);
+    // A whole batch of one uuid: the first creates it, every other replaces it, the last is stored.
+    const one = randomUUID();
+    const all = await s.api('/vcons/batch', {
+      method: 'POST',
+      json: Array.from({ length: 100 }, (_, i) => ({ uuid: one, subject: `version ${i}` })),
+    });
+    expect(all.status).toBe(201);
+    expect(all.body).toMatchObject({ total: 100, created: 1, updated: 99, failed: 0 });
+    expect((await s.api(`/vcons/${one}`)).body.vcon.subject).toBe('version 99');
   });
 });
 
