@@ -92,7 +92,13 @@ const DEFAULT_TYPE_MESSAGE = /^Invalid input: expected (\w+), received (\w+)$/;
 const article = (t: string) => (t === 'null' || t === 'undefined' ? t : `${/^[aeiou]/.test(t) ? 'an' : 'a'} ${t}`);
 
 /** What a value is, in the words of a message ("a number", "an object", "an array", "null"). */
-export const kindOf = (v: unknown): string => article(v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
+const kindOf = (v: unknown): string => article(v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
+
+/** A required string's message: missing, and present with another type, are different problems. */
+export const stringError =
+  (required: string, wrongType: string) =>
+  (i: { input: unknown }): string =>
+    i.input === undefined ? required : `${wrongType}, not ${kindOf(i.input)}`;
 
 /** zod's default wrong-type message in the words of the others ("must be a string, not a number"). */
 function plainMessage(message: string): string {

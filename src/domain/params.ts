@@ -7,10 +7,10 @@ import { z } from 'zod';
 import { dateBound } from './dates.js';
 import { MAX_TAG_VALUE_BYTES, MAX_TAG_VALUE_CHARS } from './derive.js';
 import { EXAMPLE_TYPES } from './examples.js';
-import { AppError, InvalidParameterError, ValidationError, issueDetails } from './errors.js';
+import { AppError, InvalidParameterError, ValidationError, issueDetails, stringError } from './errors.js';
 import { textProblem } from './text.js';
 import { BATCH_MAX, StoredVcon } from './responses.js';
-import { UUID_RE, Vcon, stringError } from './vcon.js';
+import { UUID_RE, Vcon } from './vcon.js';
 
 export const MAX_PAGE = 100;
 /** The tag-ordered listing pages through at most this many rows. */

@@ -3,7 +3,7 @@
 // Unknown fields pass through (looseObject); services store the caller's own object, so key order
 // and unknown fields survive untouched.
 import { z } from 'zod';
-import { ValidationError, issueDetails, kindOf } from './errors.js';
+import { ValidationError, issueDetails, stringError } from './errors.js';
 import { RANGE_PROBLEM, dateTimeProblem } from './dates.js';
 import { textProblem, unstorableText } from './text.js';
 
@@ -74,12 +74,6 @@ export const Dialog = z
     { when: (p) => typeof p.value === 'object' && p.value !== null },
   );
 export type Dialog = z.infer<typeof Dialog>;
-
-/** A required string's message: missing, and present with another type, are different problems. */
-export const stringError =
-  (required: string, wrongType: string) =>
-  (i: { input: unknown }): string =>
-    i.input === undefined ? required : `${wrongType}, not ${kindOf(i.input)}`;
 
 export const Analysis = z.looseObject({
   type: z

@@ -10,13 +10,12 @@ import type { AnalyzeRepo } from '../db/analyze-repo.js';
 /** work_mem and temp_file_limit of an analyze statement: one sort can't fill the shared server's disk. */
 export const ANALYZE_WORK_MEM_KB = 4 * 1024;
 export const ANALYZE_TEMP_FILE_LIMIT_KB = 64 * 1024;
+/** The longest statement timeout of POST /database/analyze (ms), whatever STATEMENT_TIMEOUT_MS says. */
+export const ANALYZE_TIMEOUT_MAX_MS = 5_000;
 
 const DEAD_RATIO_WARN = 0.2;
 const DEAD_ROWS_WARN = 1_000;
 const DEAD_RATIO_CRITICAL = 0.5;
-/** The longest statement timeout of POST /database/analyze (ms), whatever STATEMENT_TIMEOUT_MS says. */
-export const ANALYZE_TIMEOUT_MAX_MS = 5_000;
-
 const DEAD_ROWS_CRITICAL = 10_000;
 const STALE_ANALYZE_RATIO = 0.2;
 const UNUSED_INDEX_WARN_BYTES = 10 * 1024 * 1024;

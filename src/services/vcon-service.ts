@@ -173,7 +173,7 @@ export function createVconService(deps: VconServiceDeps) {
       const stamp = now();
       const at = stamp.toISOString();
       type Ready = { index: number; c: ClassifiedVcon; uuid: string };
-      // Items whose uuid an earlier valid item has: written after every other one, in input order.
+      // Items whose uuid an earlier valid item has: written after every other one, the last of each uuid winning.
       const repeats: Ready[] = [];
       let next = 0;
       /** Validates items from the next one on until `count` more are ready to store, or none is left. */
