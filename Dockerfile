@@ -2,7 +2,7 @@
 # env of `vcon-launch export`). Built where a container daemon runs: `docker build -t vcon-launch:0.1.0 .`
 # (the development machines of this project have none; README "Scaling out").
 
-# Build stage: the full install runs the postgres.js patch, compiles TypeScript and builds the
+# Build stage: the full install applies patches/ (patch-package), compiles TypeScript and builds the
 # word-vector cache (.vcon/embeddings), which the runtime stage copies.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
@@ -18,11 +18,11 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # The bins' linked package (a file: dependency of package.json), which npm ci links.
 COPY bin ./bin/
-COPY scripts/patch-postgres.mjs ./scripts/
-# Runtime dependencies only; scripts are skipped (prepare compiles) and the driver patch is applied
-# by hand, since the server refuses an unpatched postgres.js.
+COPY patches ./patches/
+# Runtime dependencies only; scripts are skipped (prepare compiles) and the driver patches are
+# applied by hand, since the server refuses an unpatched postgres.js.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
- && node scripts/patch-postgres.mjs \
+ && npx patch-package --error-on-fail --error-on-warn \
  && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/.vcon/embeddings ./.vcon/embeddings

@@ -182,7 +182,7 @@ function threadWorker(settings: Omit<IndexThreadData, 'wakes'>, log: SearchLog, 
       started = true;
       reaper = setInterval(retireIfIdle, Math.min(5_000, idleMs)).unref();
       // Rows left by a crash are indexed without waiting for a request; an idle group starts none.
-      // (The driver's type-fetch rejection this once exposed is patched: scripts/patch-postgres.mjs.)
+      // (The driver's type-fetch rejection this once exposed is patched: patches/README.md.)
       // If the queue cannot be read, a thread looks for itself and is retired if there is nothing.
       hasPending().then(
         (yes) => yes && !thread && !stopped && !failed && spawn(),

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import net from 'node:net';
 import { dirname, join } from 'node:path';
 import postgres from 'postgres';
 
@@ -25,28 +26,28 @@ export interface SqlOptions {
   pooler?: 'none' | 'pgbouncer';
 }
 
-/** The marks scripts/patch-postgres.mjs leaves in postgres.js (a test keeps the lists equal to its patches). */
+/**
+ * The marks the correctness fixes of patches/postgres+3.4.9.patch leave in postgres.js (applied by
+ * patch-package at install; patches/README.md links each to its upstream issue).
+ */
 export const DRIVER_PATCH_MARKS = [
   '/* vcon-launch: closed-socket guard */',
   '/* vcon-launch: row-count reset */',
   '/* vcon-launch: type-fetch rejection */',
+  '/* vcon-launch: copy error settles the writable */',
 ];
-/** Needed only behind PgBouncer (max_pipeline 0), so checked only there: a checkout installed before it still runs. */
+/** Needed only behind PgBouncer (max_pipeline 0), so checked only there. */
 export const PGBOUNCER_PATCH_MARK = '/* vcon-launch: reserve before the pipeline check */';
-/** TCP_NODELAY: speed only (a COPY no longer holds the next statement ~40 ms), so never refused without it. */
-export const NODELAY_PATCH_MARK = '/* vcon-launch: nodelay */';
-/** One-copy Bind messages: speed only (a batch's parameters are copied once, not four times), so never refused without it. */
-export const BIND_PATCH_MARK = '/* vcon-launch: one-copy bind */';
 let driverChecked = false;
 
 /**
  * Refuses to run on an unpatched postgres.js (an install with scripts disabled): without the
  * patches a failed query can make the next one on its connection answer with wrong rows.
  */
-export function assertDriverPatched(opts: { pgbouncer?: boolean } = {}): void {
-  if (driverChecked && !opts.pgbouncer) return;
+export function assertDriverPatched(opts: { pgbouncer?: boolean; root?: string } = {}): void {
+  if (driverChecked && !opts.pgbouncer && !opts.root) return;
   // The CommonJS entry is <root>/cjs/src/index.js; the package root is the one `import` loads too.
-  const root = join(dirname(createRequire(import.meta.url).resolve('postgres')), '..', '..');
+  const root = opts.root ?? join(dirname(createRequire(import.meta.url).resolve('postgres')), '..', '..');
   const marks = opts.pgbouncer ? [...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK] : DRIVER_PATCH_MARKS;
   for (const rel of ['src/connection.js', 'cjs/src/connection.js']) {
     const text = readFileSync(join(root, rel), 'utf8');
@@ -54,11 +55,11 @@ export function assertDriverPatched(opts: { pgbouncer?: boolean } = {}): void {
     if (missing.length) {
       throw new Error(
         `postgres.js at ${root} is not patched (${missing.join(', ')} missing in ${rel}): ` +
-          'run `node scripts/patch-postgres.mjs` from the vcon-launch package (installs with scripts disabled skip it)',
+          'run `npx patch-package` in the vcon-launch package (installs with scripts disabled skip its postinstall)',
       );
     }
   }
-  driverChecked = true;
+  if (!opts.root) driverChecked = true;
 }
 
 /**
@@ -67,6 +68,39 @@ export function assertDriverPatched(opts: { pgbouncer?: boolean } = {}): void {
  */
 export function searchPathOf(schema: string): string {
   return `"${schema.replace(/"/g, '""')}", extensions`;
+}
+
+/** The parts of postgres.js's parsed options the socket factory reads. */
+interface SocketTarget {
+  host: string[];
+  port: number[];
+  path?: string | false;
+}
+
+/**
+ * A TCP socket with Nagle's algorithm off, as libpq sets it, through postgres.js's public `socket`
+ * option. With Nagle on, the small message written after a COPY (CopyDone, then the next
+ * statement) waits for the server's delayed ACK, ~40 ms on Linux, three times per indexing round.
+ * The socket is handed over while still connecting: Node queues the startup message until the
+ * connection is made, and its error and close events reach the driver's own handlers, so connect
+ * timeouts and failures take the driver's usual path.
+ */
+function noDelaySocket(target: SocketTarget): net.Socket {
+  const socket = net.connect({ host: target.host[0], port: target.port[0], noDelay: true });
+  // The driver names the TLS server (SNI) after socket.host, which it sets only on its own sockets.
+  return Object.assign(socket, { host: target.host[0] });
+}
+
+/** The socket option for a URL: one TCP host only; a Unix socket or a host list keeps the driver's own. */
+export function socketOption(url: string): { socket?: (target: SocketTarget) => net.Socket } {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return {};
+  }
+  const unix = u.searchParams.has('host') || u.hostname === '' || decodeURIComponent(u.hostname).startsWith('/');
+  return unix || u.host.includes(',') ? {} : { socket: noDelaySocket };
 }
 
 /**
@@ -79,6 +113,7 @@ export function createSql(opts: SqlOptions): Sql {
   assertDriverPatched({ pgbouncer });
   const searchPath = searchPathOf(opts.schema);
   return postgres(opts.url, {
+    ...socketOption(opts.url),
     max: opts.max ?? 10,
     connect_timeout: 5,
     // postgres.js backs off up to 20 s between reconnects after repeated failures, and queries

@@ -113,26 +113,13 @@ export async function copyBinary(db: Db, table: string, columns: [string, CopyTy
   const data = encodeCopy(columns, rows);
   // Table and column names are constants of the calling repo, never input.
   const query = db`copy ${db(table)} (${db(columns.map((c) => c[0]))}) from stdin (format binary)`;
-  // postgres.js settles the query with the stream when the COPY starts; an error the server finds
-  // in the data (a constraint, a trigger, a cancel) then goes to the query's reject, which the
-  // settled promise ignores, and the stream never finishes: the round would wait forever on an
-  // open transaction. The rejection is taken from there.
-  const failed = new Promise<never>((_, reject) => {
-    const q = query as unknown as { reject(err: unknown): void };
-    const own = q.reject;
-    q.reject = (err) => {
-      reject(err);
-      own(err);
-    };
-  });
-  failed.catch(() => undefined);
   const stream = await query.writable();
-  await Promise.race([
-    failed,
-    new Promise<void>((resolve, reject) => {
-      stream.on('error', reject);
-      stream.on('finish', resolve);
-      stream.end(data);
-    }),
-  ]);
+  // An error the server finds in the data (a constraint, a cancel) fails the stream with it: the
+  // driver's "copy error settles the writable" patch (patches/README.md), without which the stream
+  // never finished and the round waited forever on an open transaction.
+  await new Promise<void>((resolve, reject) => {
+    stream.on('error', reject);
+    stream.on('finish', resolve);
+    stream.end(data);
+  });
 }

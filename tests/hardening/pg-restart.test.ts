@@ -116,7 +116,7 @@ describe('PostgreSQL restarted during a write load', () => {
     console.log(`[hardening] pg restart: ${JSON.stringify(report)}`);
 
     // The process survived both restarts and served again (postgres.js is patched at install
-    // against writes to a closed socket: scripts/patch-postgres.mjs).
+    // against writes to a closed socket: patches/README.md).
     expect(crashed(), server.stderr().slice(-2000)).toBe(false);
     expect(recoveries.map((r) => r.mode)).toEqual(['fast', 'immediate']);
 

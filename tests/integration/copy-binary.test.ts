@@ -63,4 +63,17 @@ describe('copyBinary', () => {
       { n: null, u: null, t: null, b: null, ts: null, code: null },
     ]);
   });
+
+  it('fails with the server error when the data breaks a constraint, and the transaction rolls back', async () => {
+    await t.sql`create table checked (n int4 check (n > 0))`;
+    // Inside a transaction, as an indexing round writes: the COPY's error must end the callback so
+    // sql.begin sends ROLLBACK (an unsettled stream left it open, idle in an aborted transaction).
+    const attempt = t.sql.begin((tx) => copyBinary(tx, 'checked', [['n', 'int4']], [[1], [-1]]));
+    await expect(attempt).rejects.toMatchObject({ code: '23514' });
+    const [{ n }] = await t.sql<{ n: number }[]>`select count(*)::int as n from checked`;
+    expect(n).toBe(0);
+    await copyBinary(t.sql, 'checked', [['n', 'int4']], [[2]]);
+    const [{ m }] = await t.sql<{ m: number }[]>`select count(*)::int as m from checked`;
+    expect(m).toBe(1);
+  });
 });

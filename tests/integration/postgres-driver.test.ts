@@ -1,121 +1,122 @@
-// The patched postgres.js (scripts/patch-postgres.mjs): the install fails rather than skip the
-// patch, the installed driver carries it, and a query that fails half-way through its rows never
-// leaves a pooled connection that answers the next query wrongly (porsager/postgres#1119, #1181),
-// and a failed type fetch of a new connection never ends the process (#1192).
+// The patched postgres.js (patches/postgres+3.4.9.patch, applied by patch-package at install): the
+// installed driver carries every correctness fix, a query that fails half-way through its rows never
+// leaves a pooled connection that answers the next query wrongly (porsager/postgres#1119, #1181), and
+// a failed type fetch of a new connection never ends the process (#1192).
 import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIND_PATCH_MARK, DRIVER_PATCH_MARKS, NODELAY_PATCH_MARK, PGBOUNCER_PATCH_MARK, assertDriverPatched } from '../../src/db/client.js';
+import { DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK, assertDriverPatched, createSql, socketOption } from '../../src/db/client.js';
 import { databaseUrl } from '../helpers/db.js';
 
 const run = promisify(execFile);
-const SCRIPT = join(import.meta.dirname, '../../scripts/patch-postgres.mjs');
+const REPO = join(import.meta.dirname, '../..');
+const PATCH = join(REPO, 'patches/postgres+3.4.9.patch');
+const CONNECTION_FILES = ['src/connection.js', 'cjs/src/connection.js'];
+/** The installed package's root, the one `import 'postgres'` loads (its CommonJS entry is <root>/cjs/src/index.js). */
+const postgresRoot = () => join(dirname(createRequire(import.meta.url).resolve('postgres')), '..', '..');
 
-interface Patch {
-  name: string;
-  mark: string;
-  edits: { from: string; to: string }[];
+/** The lines one hunk group of the patch adds and removes for a mark, from the diff's text. */
+function hunkOf(mark: string): { added: string[]; removed: string[] } {
+  const lines = readFileSync(PATCH, 'utf8').split('\n');
+  const at = lines.findIndex((l) => l.startsWith('+') && l.includes(mark));
+  // The hunk around the mark: from its @@ header to the next one.
+  let from = at;
+  while (from > 0 && !lines[from].startsWith('@@')) from--;
+  let to = at + 1;
+  while (to < lines.length && !lines[to].startsWith('@@') && !lines[to].startsWith('diff ')) to++;
+  const body = lines.slice(from + 1, to);
+  return {
+    added: body.filter((l) => l.startsWith('+')).map((l) => l.slice(1)),
+    removed: body.filter((l) => l.startsWith('-')).map((l) => l.slice(1)),
+  };
 }
-interface PatchModule {
-  PINNED_VERSION: string;
-  CONNECTION_FILES: string[];
-  PATCHES: Patch[];
-  postgresRoot(): string;
-}
-// A path, not a literal: the script is plain JavaScript with no type declarations.
-const mod = (await import(pathToFileURL(SCRIPT).href)) as PatchModule;
-
-/** The pristine text of an installed (patched) connection.js: every edit undone. */
-const unpatch = (text: string) => mod.PATCHES.reduceRight((t, p) => p.edits.reduceRight((u, e) => u.replace(e.to, e.from), t), text);
-
-const runScript = (root: string) =>
-  run(process.execPath, [SCRIPT, root]).then(
-    (r) => ({ code: 0, out: r.stdout + r.stderr }),
-    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
-  );
 
 describe('the postgres.js patch', () => {
-  const root = mod.postgresRoot();
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'vcon-pgpatch-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-  /** A copy of the installed package with the given version and unpatched (or given) sources. */
-  const fakePackage = (name: string, version: string, edit: (text: string) => string = unpatch) => {
-    const copy = join(dir, name);
-    cpSync(root, copy, { recursive: true });
-    const pkg = JSON.parse(readFileSync(join(copy, 'package.json'), 'utf8'));
-    writeFileSync(join(copy, 'package.json'), JSON.stringify({ ...pkg, version }));
-    for (const rel of mod.CONNECTION_FILES) writeFileSync(join(copy, rel), edit(readFileSync(join(root, rel), 'utf8')));
-    return copy;
-  };
-
-  it('is applied to the postgres.js that Node loads, in both module formats', () => {
-    const marks = [...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK, NODELAY_PATCH_MARK, BIND_PATCH_MARK];
-    expect(mod.PATCHES.map((p) => p.mark)).toEqual(marks);
-    for (const rel of mod.CONNECTION_FILES) {
-      const text = readFileSync(join(root, rel), 'utf8');
-      for (const mark of marks) expect(text, `${rel} lacks ${mark}`).toContain(mark);
+  it('is applied to the postgres.js that Node loads, in both module formats, with every mark the server checks', () => {
+    const patch = readFileSync(PATCH, 'utf8');
+    for (const mark of [...DRIVER_PATCH_MARKS, PGBOUNCER_PATCH_MARK]) {
+      // Each mark is in the diff twice (ESM and CommonJS) and in both installed files.
+      expect(patch.split(mark).length - 1, mark).toBe(2);
+      for (const rel of CONNECTION_FILES) expect(readFileSync(join(postgresRoot(), rel), 'utf8'), `${rel} lacks ${mark}`).toContain(mark);
     }
     expect(() => assertDriverPatched({ pgbouncer: true })).not.toThrow();
   });
 
-  it('runs from postinstall and ships with the package', () => {
-    const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8'));
-    expect(pkg.scripts.postinstall).toBe('node scripts/patch-postgres.mjs');
-    expect(pkg.files).toContain('scripts/patch-postgres.mjs');
-    expect(pkg.dependencies.postgres).toBe(mod.PINNED_VERSION);
+  it('runs from postinstall with patch-package, which ships with the package, and fails the install on a mismatch', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
+    expect(pkg.scripts.postinstall).toBe('patch-package --error-on-fail --error-on-warn');
+    expect(pkg.dependencies['patch-package']).toMatch(/^\d/);
+    expect(pkg.files).toContain('patches');
+    // The diff is written for the pinned version: another one warns, and --error-on-warn fails it.
+    expect(pkg.dependencies.postgres).toBe('3.4.9');
   });
 
-  it('patches a pristine copy of the pinned version to exactly the installed text, and a second run changes nothing', async () => {
-    const copy = fakePackage('pristine', mod.PINNED_VERSION);
-    const first = await runScript(copy);
-    expect(first.code, first.out).toBe(0);
-    expect(first.out).toMatch(/applied closed-socket guard.*row-count reset/);
-    for (const rel of mod.CONNECTION_FILES) expect(readFileSync(join(copy, rel), 'utf8')).toBe(readFileSync(join(root, rel), 'utf8'));
-    const second = await runScript(copy);
-    expect(second.code).toBe(0);
-    expect(second.out).toMatch(/already patched/);
+  it('carries only fixes with an upstream link, documented in patches/README.md', () => {
+    const readme = readFileSync(join(REPO, 'patches/README.md'), 'utf8');
+    const marks = [...readFileSync(PATCH, 'utf8').matchAll(/\/\* vcon-launch: ([^*]+) \*\//g)].map((m) => m[1].trim());
+    for (const mark of new Set(marks)) {
+      const row = readme.split('\n').find((l) => l.startsWith(`| \`${mark}\``));
+      expect(row, `patches/README.md has no row for ${mark}`).toBeDefined();
+      expect(row).toMatch(/porsager\/postgres#\d+/);
+    }
   });
 
-  it.each([
-    ['TCP_NODELAY', NODELAY_PATCH_MARK],
-    ['one-copy bind', BIND_PATCH_MARK],
-  ])('adds %s to an install patched before it, which still runs meanwhile (speed only)', async (name, mark) => {
-    const patch = mod.PATCHES.find((p) => p.mark === mark)!;
-    const undo = (t: string) => patch.edits.reduceRight((u, e) => u.replace(e.to, e.from), t);
-    const copy = fakePackage(`before-${mark.replace(/\W+/g, '-')}`, mod.PINNED_VERSION, undo);
-    expect(readFileSync(join(copy, 'src/connection.js'), 'utf8')).not.toContain(mark);
-    // The startup check asks only for the patches that keep answers right.
-    expect(DRIVER_PATCH_MARKS).not.toContain(mark);
-    const r = await runScript(copy);
-    expect(r.code, r.out).toBe(0);
-    expect(r.out).toMatch(new RegExp(`applied ${name}$`, 'm'));
-    for (const rel of mod.CONNECTION_FILES) expect(readFileSync(join(copy, rel), 'utf8')).toBe(readFileSync(join(root, rel), 'utf8'));
+  it('the server refuses a driver without a correctness fix', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vcon-pgpatch-'));
+    try {
+      const copy = join(dir, 'postgres');
+      cpSync(postgresRoot(), copy, { recursive: true });
+      const { added } = hunkOf('/* vcon-launch: row-count reset */');
+      for (const rel of CONNECTION_FILES) {
+        const text = readFileSync(join(copy, rel), 'utf8');
+        writeFileSync(join(copy, rel), text.replace(`${added[0]}\n`, ''));
+        expect(readFileSync(join(copy, rel), 'utf8')).not.toContain('row-count reset');
+      }
+      expect(() => assertDriverPatched({ root: copy })).toThrow(/row-count reset \*\/ missing in src\/connection\.js/);
+      expect(() => assertDriverPatched({ root: postgresRoot(), pgbouncer: true })).not.toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('TCP_NODELAY through the socket option', () => {
+  it('is used for one TCP host, not for a Unix socket or a host list', () => {
+    expect(socketOption('postgres://u@127.0.0.1:5432/db').socket).toBeTypeOf('function');
+    expect(socketOption('postgres://u@db.example:5432/db?sslmode=require').socket).toBeTypeOf('function');
+    expect(socketOption('postgres://u@%2Fvar%2Frun%2Fpostgresql/db').socket).toBeUndefined();
+    expect(socketOption('postgres://u@/db?host=/var/run/postgresql').socket).toBeUndefined();
+    expect(socketOption('postgres://u@a:5432,b:5432/db').socket).toBeUndefined();
   });
 
-  it('fails the install on another version of postgres.js instead of skipping the patch', async () => {
-    const r = await runScript(fakePackage('other-version', '3.5.0'));
-    expect(r.code).toBe(1);
-    expect(r.out).toContain('postgres.js 3.5.0 is installed');
-    expect(r.out).toContain(`written for ${mod.PINNED_VERSION}`);
-  });
-
-  it('fails the install when the pinned version does not hold the code it edits', async () => {
-    const r = await runScript(
-      fakePackage('changed-code', mod.PINNED_VERSION, (t) =>
-        unpatch(t).replace('result = new Result()\n    connectTimer', 'result = new Result();\n    connectTimer'),
-      ),
-    );
-    expect(r.code).toBe(1);
-    expect(r.out).toContain('row-count reset');
+  it("connects through it, answers queries, and fails an unreachable server the driver's usual way", async () => {
+    const sql = createSql({ url: databaseUrl(), schema: 'public', max: 1 });
+    try {
+      const [r] = await sql<{ x: number }[]>`select 1 as x`;
+      expect(r.x).toBe(1);
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
+    // A port nothing listens on: the driver's own error and close handlers see the refusal.
+    const free = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as net.AddressInfo;
+        s.close(() => resolve(port));
+      });
+    });
+    const gone = createSql({ url: `postgres://postgres@127.0.0.1:${free}/test`, schema: 'public', max: 1 });
+    try {
+      await expect(gone`select 1`).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    } finally {
+      await gone.end({ timeout: 1 });
+    }
   });
 });
 
@@ -144,7 +145,7 @@ describe('a query that fails half-way through its rows', () => {
     expect((await b).map((r) => r.x)).toEqual([1, 2, 3, 4, 5]);
   });
 
-  it('sends every parameter exactly in its one-copy Bind message, through a cursor too', async () => {
+  it('sends every parameter exactly in its Bind message, through a cursor too', async () => {
     // Multibyte text (1.3 MB of it in one parameter), empty strings, nulls, 600 parameters, bytea and json.
     const big = 'ü€😀x'.repeat(100_000);
     const texts = ['', 'a', null, 'naïve ☕ 😀', big, ...Array.from({ length: 295 }, (_, i) => `p${i}`)];
@@ -215,18 +216,15 @@ describe("a new connection's array-type fetch that fails", () => {
   };
 
   it('fails the waiting query, never the process (#1192)', async () => {
-    const root = mod.postgresRoot();
+    const root = postgresRoot();
     const patched = await attempt(root);
     expect(patched).toEqual({ unhandled: 0, code: '57014' });
-    // The control: the installed text with this one patch undone.
-    const patch = mod.PATCHES.find((p) => p.mark === TYPE_FETCH_MARK)!;
+    // The control: the installed text with this one hunk of the diff undone.
+    const { added, removed } = hunkOf(TYPE_FETCH_MARK);
     const copy = join(dir, 'without-type-fetch-patch');
     cpSync(root, copy, { recursive: true });
-    for (const rel of mod.CONNECTION_FILES) {
-      writeFileSync(
-        join(copy, rel),
-        patch.edits.reduceRight((t, e) => t.replace(e.to, e.from), readFileSync(join(root, rel), 'utf8')),
-      );
+    for (const rel of CONNECTION_FILES) {
+      writeFileSync(join(copy, rel), readFileSync(join(root, rel), 'utf8').replace(added.join('\n'), removed.join('\n')));
       expect(readFileSync(join(copy, rel), 'utf8')).not.toContain(TYPE_FETCH_MARK);
     }
     expect((await attempt(copy)).unhandled).toBeGreaterThan(0);
