@@ -1,4 +1,4 @@
-// The index queue: vCons written but not yet (re)indexed for search (migration 0002, ARCHITECTURE.md
+// The index queue: vCons written but not yet (re)indexed for search (0001_schema.sql, docs/architecture.md
 // "Search"). A write queues its vCons in its own transaction (vcon-repo.ts); indexers of every
 // instance claim rows with FOR UPDATE SKIP LOCKED inside their indexing transaction, so a crash
 // releases the claim and the row is indexed after the restart.

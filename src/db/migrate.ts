@@ -89,8 +89,9 @@ async function readApplied(tx: Sql, schema: string) {
 }
 
 /**
- * The development history squashed into 0001_baseline before anything was deployed. A schema that
- * still records it is refused with the way out rather than "unknown migration" (README "Migrations").
+ * The development histories squashed into 0001_schema before anything was deployed (the first
+ * squash's 0001_storage..0013, then 0001_baseline..0007). A schema that still records one is
+ * refused with the way out rather than "unknown migration" or "edited" (README "Migrations").
  */
 export const PRE_SQUASH_MIGRATIONS: readonly string[] = [
   '0001_storage',
@@ -98,13 +99,20 @@ export const PRE_SQUASH_MIGRATIONS: readonly string[] = [
   '0011_vcon_codes',
   '0012_vcon_search',
   '0013_vcon_codes_changed',
+  '0001_baseline',
+  '0002_index_queue',
+  '0003_lean_index',
+  '0004_search_units_per_vcon',
+  '0005_dialog_facts_per_vcon',
+  '0006_derived_rows_without_foreign_keys',
+  '0007_derived_rows_follow_deletes',
 ];
 
 function verify(schema: string, applied: { version: number; name: string; checksum: string }[], known: Migration[]) {
   const old = applied.find((a) => PRE_SQUASH_MIGRATIONS.includes(a.name));
   if (old) {
     throw new MigrationError(
-      `schema ${schema} was migrated by a development build from before the migrations were squashed into 0001_baseline (it records ${old.name}); there is no upgrade path from that history: export what you want to keep, drop the schema (drop schema "${schema}" cascade) and start again, so it is created from the baseline (README "Migrations")`,
+      `schema ${schema} was migrated by a development build from before the migrations were squashed into 0001_schema (it records ${old.name}); there is no upgrade path from that history: export what you want to keep, drop the schema (drop schema "${schema}" cascade) and start again, so it is created from the baseline (README "Migrations")`,
     );
   }
   const byVersion = new Map(known.map((m) => [m.version, m]));

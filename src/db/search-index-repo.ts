@@ -38,7 +38,7 @@ async function learnWords(db: Db, lexicon: Lexicon, words: string[]): Promise<vo
 /**
  * The four texts of a vCon's ranking tsvector (A, B, C, D), each its units joined in index order;
  * D holds the attachments, then the dialogs (what string_agg ordered by source, idx made of the
- * stored units before migration 0003, so the tsvectors of re-indexed vCons are unchanged).
+ * stored units before they became one row per vCon, so the tsvectors of re-indexed vCons are unchanged).
  */
 function weightTexts(units: SearchUnit[]): [string, string, string, string] {
   const parts: string[][] = [[], [], [], []];

@@ -82,7 +82,7 @@ const HEADLINE_CHARS = 30_000;
 
 /**
  * A unit's tsvector, weighted by its source (subject A, party B, analysis C, dialog and attachment
- * D): the expression of the generated column search_units.tsv had (0001_baseline, dropped in 0003).
+ * D): the expression the generated column search_units.tsv had before search units became one row per vCon.
  */
 const unitTsv = (db: Db) =>
   db`setweight(to_tsvector('english'::regconfig, su.body), (case su.source when 'subject' then 'A' when 'party' then 'B' when 'analysis' then 'C' else 'D' end)::"char")`;

@@ -122,7 +122,7 @@ export function createVconRepo(db: Db) {
   const derivedCtes = (items: StoredVcon[], only?: 'v') => {
     const rows = <T extends object>(pick: (d: Derived) => T[]) =>
       items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))) as never;
-    // One row per vCon with dialogs: its facts as arrays (migration 0005), sent as array literals.
+    // One row per vCon with dialogs: its facts as arrays (0001_schema.sql), sent as array literals.
     const dialogs = items.flatMap(({ uuid, derived: { dialogs: f } }) => (f ? [{ vcon_uuid: uuid, ...dialogArrays(f) }] : []));
     const guard = only ? db`where x.vcon_uuid in (select uuid from v)` : db``;
     return db`
@@ -308,7 +308,7 @@ export function createVconRepo(db: Db) {
     },
 
     /**
-     * Deletes a vCon. Its derived rows go by the delete trigger (migration 0007: they have no foreign
+     * Deletes a vCon. Its derived rows go by the delete trigger (0001_schema.sql: they have no foreign
      * keys), its search rows by their cascade, in this statement: the row lock it takes makes a
      * concurrent write of the vCon finish first, and the trigger sees the rows that write committed.
      */

@@ -168,15 +168,7 @@ describe('migration runner', () => {
   });
 
   it('starts every schema from the one baseline and the migrations after it, and two groups end up with the same objects', async () => {
-    expect(loadMigrations().map((m) => m.name)).toEqual([
-      '0001_baseline',
-      '0002_index_queue',
-      '0003_lean_index',
-      '0004_search_units_per_vcon',
-      '0005_dialog_facts_per_vcon',
-      '0006_derived_rows_without_foreign_keys',
-      '0007_derived_rows_follow_deletes',
-    ]);
+    expect(loadMigrations().map((m) => m.name)).toEqual(['0001_schema']);
     const [a, b] = [testSchemaName('mig'), testSchemaName('mig')];
     await migrate(pool(a), a);
     await migrate(pool(b), b);
@@ -230,7 +222,7 @@ describe('migration runner', () => {
       PRE_SQUASH_MIGRATIONS[0],
       PRE_SQUASH_MIGRATIONS[1],
     ]);
-    const refusal = /squashed into 0001_baseline \(it records 0001_storage\).*drop schema/;
+    const refusal = /squashed into 0001_schema \(it records 0001_storage\).*drop schema/;
     await expect(migrate(sql, schema)).rejects.toThrow(MigrationError);
     await expect(migrate(sql, schema)).rejects.toThrow(refusal);
     await expect(migrationStatus(sql, schema)).rejects.toThrow(refusal);

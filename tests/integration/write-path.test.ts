@@ -12,8 +12,7 @@ import { internalCtx } from '../../src/services/context.js';
 import { deriveRows, MAX_LABEL_CHARS } from '../../src/domain/derive.js';
 import { arrayLiteral } from '../../src/db/vcon-repo.js';
 import type { JsonObject } from '../../src/domain/vcon.js';
-import { loadMigrations, migrate } from '../../src/db/migrate.js';
-import { adminSql, createTestSchema, databaseUrl, testSchemaName, type TestSchema } from '../helpers/db.js';
+import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
 
 let t: TestSchema;
 let services: ReturnType<typeof createServices>;
@@ -377,37 +376,6 @@ describe('deleting a vCon without foreign keys on its derived rows', () => {
     for (const table of DERIVED) {
       const [r] = await t.sql<{ n: number }[]>`select count(*)::int as n from ${t.sql(table)}`;
       expect(r.n, table).toBe(0);
-    }
-  });
-
-  it('migration 0007 removes the rows a hand delete left while the derived tables had neither keys nor triggers', async () => {
-    const schema = testSchemaName('orphans');
-    const sql = createSql({ url: databaseUrl(), schema, max: 1 });
-    const admin = adminSql();
-    try {
-      await migrate(sql, schema, { migrations: loadMigrations().filter((m) => m.version <= 6), optional: true });
-      const svc = createServices(sql, parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, LOG_LEVEL: 'silent' }));
-      await svc.stop();
-      const [gone, kept] = [doc(), doc()];
-      await svc.vcons.batch([gone, kept], internalCtx);
-      await sql`delete from vcons where uuid = ${gone.uuid}::uuid`;
-      const count = async (uuid: string) => {
-        const [r] = await sql<{ n: number }[]>`
-          select (select count(*) from vcon_parties where vcon_uuid = ${uuid}::uuid) + (select count(*) from vcon_dialogs where vcon_uuid = ${uuid}::uuid)
-               + (select count(*) from vcon_analyses where vcon_uuid = ${uuid}::uuid) + (select count(*) from vcon_attachments where vcon_uuid = ${uuid}::uuid)
-               + (select count(*) from vcon_tags where vcon_uuid = ${uuid}::uuid) as n`;
-        return Number(r.n);
-      };
-      const left = await count(gone.uuid);
-      const keptRows = await count(kept.uuid);
-      expect(left).toBeGreaterThan(0);
-      expect((await migrate(sql, schema)).applied).toContain('0007_derived_rows_follow_deletes');
-      expect(await count(gone.uuid)).toBe(0);
-      expect(await count(kept.uuid)).toBe(keptRows);
-    } finally {
-      await sql.end();
-      await admin.unsafe(`drop schema if exists "${schema}" cascade`);
-      await admin.end();
     }
   });
 

@@ -97,12 +97,12 @@ describe('env validation', () => {
   test('migrate --status lists pending, migrate applies, then nothing is pending', async () => {
     const before = await ws.run(['migrate', '--group', 'good', '--status']);
     expect(before.exitCode, before.stderr).toBe(0);
-    expect(before.stdout).toMatch(new RegExp(`good\\s+${ws.schemas.good}\\s+\\S+\\s+none\\s+0001_baseline`));
+    expect(before.stdout).toMatch(new RegExp(`good\\s+${ws.schemas.good}\\s+\\S+\\s+none\\s+0001_schema`));
     const run = await ws.run(['migrate', '--group', 'good']);
     expect(run.exitCode, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/good\s+\S+\s+\S+\s+0001_baseline/);
+    expect(run.stdout).toMatch(/good\s+\S+\s+\S+\s+0001_schema/);
     const after = await ws.run(['migrate', '--group', 'good', '--status']);
-    expect(after.stdout).toMatch(/0001_baseline.*\s+none$/m);
+    expect(after.stdout).toMatch(/0001_schema.*\s+none$/m);
     const again = await ws.run(['migrate', '--group', 'good']);
     expect(again.stdout).toContain('none (up to date)');
   });
