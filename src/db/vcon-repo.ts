@@ -302,6 +302,18 @@ export function createVconRepo(db: Db) {
       return row;
     },
 
+    /**
+     * Locks existing rows (as lock does) and returns each one's creation time as its document says
+     * it (the stored text, when a string) or else as the column holds it: a replacement without a
+     * created_at keeps it.
+     */
+    async lockCreatedAt(uuids: string[]): Promise<Map<string, string>> {
+      if (uuids.length === 0) return new Map();
+      const rows = await db<{ uuid: string; text: string | null; created_at: Date }[]>`
+        select uuid::text, doc->>'created_at' as text, created_at from vcons where uuid = any(${uuids}::uuid[]) for no key update`;
+      return new Map(rows.map((r) => [r.uuid, r.text ?? r.created_at.toISOString()]));
+    },
+
     async exists(uuid: string): Promise<boolean> {
       const [row] = await db`select 1 from vcons where uuid = ${uuid}::uuid`;
       return row !== undefined;

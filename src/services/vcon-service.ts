@@ -57,6 +57,12 @@ function withServiceFields(doc: JsonObject, uuid: string, createdAt: string | un
   return out;
 }
 
+/** The creation time a replacement keeps: the stored document's own, else the stored column's. */
+function createdAtOf(record: VconRecord): string {
+  const own = record.doc.created_at;
+  return typeof own === 'string' ? own : record.created_at.toISOString();
+}
+
 function toStored(c: ClassifiedVcon, uuid: string, now: Date): StoredVcon {
   return { uuid, kind: c.kind, doc: c.doc, derived: stageSync('derive: rows', () => deriveRows(c.doc, c.kind, now)) };
 }
@@ -152,7 +158,9 @@ export function createVconService(deps: VconServiceDeps) {
       // The uuid exists: replace it under its row lock.
       const { created, doc } = await transact(async (tx) => {
         const existed = await tx.lock(uuid);
-        const doc = c.kind === 'plain' ? withServiceFields(c.doc, uuid, stamp.toISOString(), existed ? stamp.toISOString() : undefined) : c.doc;
+        // A replacement without created_at keeps the stored one: a vCon's creation does not move.
+        const createdAt = existed ? createdAtOf(existed) : stamp.toISOString();
+        const doc = c.kind === 'plain' ? withServiceFields(c.doc, uuid, createdAt, existed ? stamp.toISOString() : undefined) : c.doc;
         const stored = toStored({ ...c, doc }, uuid, existed?.created_at ?? stamp);
         const flags = await tx.upsert([stored]);
         return { created: flags.get(uuid) ?? !existed, doc };
@@ -199,8 +207,13 @@ export function createVconService(deps: VconServiceDeps) {
         }
         return out;
       };
-      const storedOf = (r: Ready, replacing: boolean) =>
-        toStored({ ...r.c, doc: r.c.kind === 'plain' ? withServiceFields(r.c.doc, r.uuid, at, replacing ? at : undefined) : r.c.doc }, r.uuid, stamp);
+      /** createdAt: a replaced vCon's stored creation time, which an item without created_at keeps. */
+      const storedOf = (r: Ready, replacing: boolean, createdAt = at) =>
+        toStored(
+          { ...r.c, doc: r.c.kind === 'plain' ? withServiceFields(r.c.doc, r.uuid, createdAt, replacing ? at : undefined) : r.c.doc },
+          r.uuid,
+          stamp,
+        );
       // Without beforeCreate hooks, items after the first chunk are validated while PostgreSQL
       // inserts the chunks before them; a hook (which may wait on anything) runs before the
       // transaction takes a connection.
@@ -229,7 +242,8 @@ export function createVconService(deps: VconServiceDeps) {
           }
           const inserted = new Set((await Promise.all(sent)).flatMap((s) => [...s]));
           const rest = ready.filter((r) => !inserted.has(r.uuid));
-          const replaced = new Map(rest.map((r) => [r.uuid, storedOf(r, true)]));
+          const kept = await tx.lockCreatedAt(rest.map((r) => r.uuid));
+          const replaced = new Map(rest.map((r) => [r.uuid, storedOf(r, true, kept.get(r.uuid))]));
           const flags = await tx.upsert([...replaced.values()]);
           for (const r of ready) results[r.index].status = inserted.has(r.uuid) || flags.get(r.uuid) === true ? 201 : 200;
           const docs = fresh.map((s) => replaced.get(s.uuid)?.doc ?? s.doc);
@@ -237,7 +251,9 @@ export function createVconService(deps: VconServiceDeps) {
           // others would be overwritten unseen in this transaction), so one upsert of distinct
           // uuids: 100 repeats of one uuid one by one held the transaction ~15 times as long.
           const last = new Map(repeats.map((r) => [r.uuid, r]));
-          const stored = [...last.values()].map((r) => storedOf(r, true));
+          // Read after the writes above, as a second request would see them.
+          const keptByRepeats = await tx.lockCreatedAt([...last.keys()]);
+          const stored = [...last.values()].map((r) => storedOf(r, true, keptByRepeats.get(r.uuid)));
           await tx.upsert(stored);
           for (const r of repeats) results[r.index].status = 200;
           docs.push(...stored.map((x) => x.doc));

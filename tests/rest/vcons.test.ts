@@ -45,6 +45,42 @@ describe('vCon CRUD', () => {
     expect(g2.body.vcon.created_at).toBe(g.body.vcon.created_at);
   });
 
+  it('keeps the stored created_at when a replacement has none (single and batch, repeats too); one that carries it sets it', async () => {
+    /** Waits until the clock has moved past a stored time, so a replacement stamped "now" would differ from it. */
+    const after = (iso: string) => {
+      while (Date.now() <= Date.parse(iso));
+    };
+    const doc = { ...base(), uuid: randomUUID() };
+    const c = await s.api('/vcons', { method: 'POST', json: doc });
+    expect(c.status).toBe(201);
+    const first = (await s.api(`/vcons/${doc.uuid}`)).body.vcon.created_at as string;
+    after(first);
+    // The producer's file again, without created_at (the IETF examples have none).
+    expect((await s.api('/vcons', { method: 'POST', json: { ...doc, subject: 'again' } })).status).toBe(200);
+    const single = (await s.api(`/vcons/${doc.uuid}`)).body.vcon;
+    expect(single.subject).toBe('again');
+    expect(single.created_at).toBe(first);
+    expect(single.updated_at).toBeTruthy();
+    // A batch replacing it, and repeating it within the batch.
+    const b = await s.api('/vcons/batch', {
+      method: 'POST',
+      json: [
+        { ...doc, subject: 'batch 1' },
+        { ...doc, subject: 'batch 2' },
+      ],
+    });
+    expect(b.body.results.map((r: { status: number }) => r.status)).toEqual([200, 200]);
+    const batched = (await s.api(`/vcons/${doc.uuid}`)).body.vcon;
+    expect(batched.subject).toBe('batch 2');
+    expect(batched.created_at).toBe(first);
+    // One that carries created_at sets it; a later replacement without one keeps that.
+    await s.api('/vcons', { method: 'POST', json: { ...doc, created_at: '2020-02-02T02:02:02Z' } });
+    await s.api('/vcons/batch', { method: 'POST', json: [{ ...doc, subject: 'no date' }] });
+    expect((await s.api(`/vcons/${doc.uuid}`)).body.vcon.created_at).toBe('2020-02-02T02:02:02Z');
+    const listed = await s.api(`/vcons?start_date=2020-02-01T00:00:00Z&end_date=2020-02-03T00:00:00Z`);
+    expect(listed.body.data.map((v: { uuid: string }) => v.uuid)).toContain(doc.uuid);
+  });
+
   it('answers a GET with the stored text, its JSON type and exact byte length, and a HEAD with the headers alone', async () => {
     const c = await s.api('/vcons', { method: 'POST', json: { ...base(), subject: 'Grüße, 注文 ✓ — "quoted"' } });
     const url = `${s.base}/vcons/${c.body.uuid}`;
