@@ -1,7 +1,12 @@
-// The one place a caller's SQL text reaches PostgreSQL (POST /database/analyze): on a connection of
-// its own, opened for the call and closed after it, so no session state (advisory lock, prepared
-// statement, setting, temp table) outlives it; as the group's analyze role where the launcher made
-// one (SELECT on this schema only), in a READ ONLY transaction that is always rolled back.
+// The one place a caller's SQL text reaches PostgreSQL (POST /database/analyze), after the analyze
+// guard passed it: on a connection of its own, opened for the call and closed after it; as the
+// group's analyze role where the launcher made one (SELECT on this schema only), in a READ ONLY
+// transaction that is always rolled back, with every setting made SET LOCAL. Directly, nothing of
+// the session outlives the call. Behind PgBouncer (transaction pooling) the server connection
+// goes back to PgBouncer's pool: what holds there is the rolled-back transaction, so settings end
+// with it, while session-level state a statement could leave (an advisory lock) is refused by the
+// guard before it reaches the server. No startup parameter but application_name is sent:
+// PgBouncer refuses search_path, and the role pins it anyway.
 import postgres from 'postgres';
 import { searchPathOf, type Sql } from './client.js';
 import { withCredentials } from './roles.js';
@@ -36,10 +41,15 @@ export interface ExplainOptions {
 export function createAnalyzeRepo(conn: AnalyzeConnection) {
   const searchPath = searchPathOf(conn.schema);
   const url = withCredentials(conn.url, conn.user, conn.password);
+  let opened = 0;
   return {
     schema: conn.schema,
     /** Whether statements run as a role of their own rather than the server's. */
     restricted: Boolean(conn.user),
+    /** Connections opened since start: one per statement the guard let through. */
+    get opened() {
+      return opened;
+    },
 
     async explain(statement: string, opts: ExplainOptions): Promise<ExplainResult> {
       const sql = postgres(url, {
@@ -49,8 +59,9 @@ export function createAnalyzeRepo(conn: AnalyzeConnection) {
         onnotice: () => {},
         // No statement cache: the connection dies with the call anyway.
         prepare: false,
-        connection: { application_name: conn.applicationName ?? `vcon-${conn.schema}-analyze`, search_path: searchPath },
+        connection: { application_name: conn.applicationName ?? `vcon-${conn.schema}-analyze` },
       }) as unknown as Sql;
+      opened++;
       let result: ExplainResult | undefined;
       const rollback = new Error('rollback');
       try {

@@ -353,6 +353,17 @@ export function createIntrospectionRepo(sql: Sql, schema: string) {
     async connections(longRunningS: number): Promise<ConnectionInfo> {
       return catalogRead(readConnections(longRunningS));
     },
+
+    /**
+     * Which of `names` name a function a call written in this schema could resolve to (pg_catalog,
+     * this schema, extensions): analyze's guard refuses `x.name` when it would call one.
+     */
+    async functionsNamed(names: readonly string[]): Promise<string[]> {
+      const rows = await catalogRead(sql<{ name: string }[]>`
+        select distinct p.proname as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+        where p.proname = any(${names as string[]}) and n.nspname = any(current_schemas(true))`);
+      return rows.map((r) => r.name);
+    },
   };
 }
 

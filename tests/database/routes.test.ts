@@ -167,7 +167,9 @@ describe('POST /database/analyze', () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     // The default STATEMENT_TIMEOUT_MS (30 s) is capped: a slow statement's 400 comes within 5 s.
     expect(r.body.data).toMatchObject({ analyzed: false, read_only: true, schema: s.schema, statement_timeout_ms: 5_000 });
-    expect(r.body.data.note).toMatch(/reads a relation outside it or calls a function off the allowlist is refused/);
+    expect(r.body.data.note).toMatch(
+      /calls a function, operator or cast off the allowlist or reads a relation outside this schema is refused before PostgreSQL sees it/,
+    );
     const plan = r.body.data.plan[0].Plan;
     expect(JSON.stringify(plan)).toContain('"Relation Name":"vcons"');
     expect(plan['Actual Rows']).toBeUndefined();
