@@ -18,6 +18,8 @@ interface Group {
   schema: string;
   role: string;
   password: string;
+  analyzeRole: string;
+  analyzePassword: string;
   server: TestServer;
   marker: string;
 }
@@ -49,10 +51,11 @@ beforeAll(async () => {
       const pinned = createSql({ url: databaseUrl(), schema, max: 1 });
       await migrate(pinned, schema);
       await pinned.end();
-      const { role } = groupRoleNames(schema);
+      const { role, analyzeRole } = groupRoleNames(schema);
       const password = randomBytes(12).toString('hex');
-      await provisionGroupRoles(admin, { schema, role, password });
-      made.push({ schema, role, password, marker: `${prefix}${randomBytes(4).toString('hex')}` });
+      const analyzePassword = randomBytes(12).toString('hex');
+      await provisionGroupRoles(admin, { schema, role, password, analyze: { role: analyzeRole, password: analyzePassword } });
+      made.push({ schema, role, password, analyzeRole, analyzePassword, marker: `${prefix}${randomBytes(4).toString('hex')}` });
     }
   } finally {
     await admin.end();
@@ -60,11 +63,21 @@ beforeAll(async () => {
   const u = new URL(databaseUrl());
   bouncer = await startPgBouncer({
     server: { host: u.hostname, port: Number(u.port || 5432) },
-    users: [...made.map((g) => ({ name: g.role, password: g.password })), { name: 'postgres', password: 'bouncer-admin' }],
+    users: [
+      ...made.flatMap((g) => [
+        { name: g.role, password: g.password },
+        { name: g.analyzeRole, password: g.analyzePassword },
+      ]),
+      { name: 'postgres', password: 'bouncer-admin' },
+    ],
     poolSize: 2,
   });
   for (const g of made) {
-    const server = await serveThroughBouncer(g, { DB_POOL_MAX: '10' });
+    const server = await serveThroughBouncer(g, {
+      DB_POOL_MAX: '10',
+      ANALYZE_DATABASE_USER: g.analyzeRole,
+      ANALYZE_DATABASE_PASSWORD: g.analyzePassword,
+    });
     groups.push({ ...g, server });
   }
 }, 120_000);
@@ -139,6 +152,46 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
       await expect(direct.unsafe(`select count(*) from "${a.schema}".vcons`)).rejects.toMatchObject({ code: '42501' });
     } finally {
       await direct.end();
+    }
+  });
+
+  it('analyze answers through PgBouncer, and what it set ends with its rolled-back transaction', async () => {
+    const [a] = groups;
+    const analyze = (query: string) => a.server.api('/database/analyze', { method: 'POST', json: { query, analyze: true } });
+    // Three times as many calls as PgBouncer has server connections for the analyze role: later
+    // calls get server connections earlier calls used.
+    const results = await Promise.all(Array.from({ length: 6 }, () => analyze('select count(*) from vcons')));
+    for (const r of results) {
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.data.plan[0].Plan['Actual Rows']).toBe(1);
+    }
+    // A statement that would leave session state is refused before it reaches PgBouncer.
+    const lock = await analyze(`select pg_advisory_lock(hashtext('vcon-launch:migrate:${a.schema}'))`);
+    expect(lock.status).toBe(400);
+    expect(lock.body.message).toMatch(/pg_advisory_lock\(\) is not allowed/);
+    // The analyze calls set statement_timeout (5 s), work_mem and search_path with SET LOCAL: the
+    // server connections PgBouncer hands out next show the role's own settings, outside any transaction.
+    const direct = postgres(bouncer.url(a.analyzeRole, a.analyzePassword, dbName()), { max: 1, prepare: false, onnotice: () => {} });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const [s] = await direct<{ st: string; sp: string; ro: string }[]>`
+          select current_setting('statement_timeout') as st, current_setting('search_path') as sp,
+                 current_setting('transaction_read_only') as ro`;
+        expect(s).toMatchObject({ st: '10s', ro: 'on' });
+        expect(s.sp.split(',')[0].replace(/"/g, '').trim()).toBe(a.schema);
+      }
+    } finally {
+      await direct.end();
+    }
+    const admin = adminSql();
+    try {
+      // No server connection of the role holds a lock or sits in a transaction.
+      const left = await admin`
+        select s.pid from pg_stat_activity s where s.usename = ${a.analyzeRole}
+          and (s.state like 'idle in transaction%' or exists (select 1 from pg_locks l where l.pid = s.pid and l.locktype = 'advisory'))`;
+      expect(left).toHaveLength(0);
+    } finally {
+      await admin.end();
     }
   });
 
