@@ -382,6 +382,7 @@ const DDL_KIND = /^(Create|Drop|Alter|Grant|Comment|SecLabel|Reindex|Cluster|Ref
 const sqlWordOf = (kind: string) => (kind === 'IndexStmt' || kind === 'ViewStmt' ? 'CREATE' : (/^[A-Z][a-z]+/.exec(kind)?.[0] ?? kind).toUpperCase());
 
 const SINGLE = 'send one SELECT, WITH ... SELECT or VALUES statement';
+const TOO_DEEP = 'query is nested too deeply for analyze to check: simplify it';
 
 /** A parse-tree node: `{ Kind: fields }`. */
 type Node = Record<string, unknown>;
@@ -418,6 +419,7 @@ export async function checkStatement(query: string, schema: string): Promise<Che
   try {
     tree = await parse(query);
   } catch (err) {
+    if (err instanceof RangeError) refuse(TOO_DEEP);
     const detail = (err as { sqlDetails?: { cursorPosition?: number } }).sqlDetails;
     const at = typeof detail?.cursorPosition === 'number' ? ` (at character ${detail.cursorPosition + 1})` : '';
     refuse(`query is not valid SQL: ${(err as Error).message}${at}`);
@@ -432,7 +434,12 @@ export async function checkStatement(query: string, schema: string): Promise<Che
   if (DDL_KIND.test(kind)) refuse(`DDL and maintenance commands are not allowed (found ${sqlWordOf(kind)}): ${SINGLE}`);
   if (kind !== 'SelectStmt') refuse(`only a single SELECT, WITH ... SELECT or VALUES statement can be analyzed; this one is ${sqlWordOf(kind)}`);
   const fieldNames = new Set<string>();
-  walk(stmt, { schema, fieldNames });
+  try {
+    walk(stmt, { schema, fieldNames });
+  } catch (err) {
+    if (err instanceof RangeError) refuse(TOO_DEEP);
+    throw err;
+  }
   // Locations are byte offsets into the UTF-8 text.
   const bytes = Buffer.from(query, 'utf8');
   const statement = bytes

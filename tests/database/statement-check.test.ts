@@ -136,6 +136,13 @@ describe('the analyze guard judges the parse tree of POST /database/analyze', ()
     expect((await checkStatement('select v.*, v.length from vcons v', SCHEMA)).fieldNames).toEqual([]);
   });
 
+  it('refuses statements nested too deeply to check with a 400, and parses the next one', async () => {
+    expect(await refused('select 1' + '+1'.repeat(9990))).toMatch(/nested too deeply/);
+    expect(await refused('select ' + 'lower('.repeat(3000) + "'a'" + ')'.repeat(3000))).toMatch(/nested too deeply/);
+    expect(await accepted('select ' + '('.repeat(5000) + '1' + ')'.repeat(5000))).toHaveLength(10_008);
+    expect(await accepted('select 1')).toBe('select 1');
+  });
+
   it('checks plans with PostgreSQL scanner: functions and name types in any expression', async () => {
     await loadParser();
     expect(() => checkPlan({ Plan: { Output: ['lower(vcons.subject)', 'COALESCE((SubPlan 1), 0)', "'a''b'::text"] } }, 'grp')).not.toThrow();
