@@ -263,6 +263,7 @@ const HARMLESS_FUNCTIONS = new Set([
   'similar_to_escape',
   'is_normalized',
   'overlaps',
+  'like_escape',
 ]);
 
 /** Where allowlisted functions and operators may be named explicitly. */
@@ -464,6 +465,15 @@ interface WalkState {
   fieldNames: Set<string>;
 }
 
+/** Fields that hold a node without its `{ Kind: ... }` wrapper (set operations' arms, types). */
+const BARE_NODES: Record<string, string> = {
+  larg: 'SelectStmt',
+  rarg: 'SelectStmt',
+  typeName: 'TypeName',
+  collClause: 'CollateClause',
+  intoClause: 'IntoClause',
+};
+
 function walk(value: unknown, st: WalkState): void {
   if (Array.isArray(value)) {
     for (const v of value) walk(v, st);
@@ -471,14 +481,15 @@ function walk(value: unknown, st: WalkState): void {
   }
   if (!value || typeof value !== 'object') return;
   const kind = kindOf(value);
-  if (!kind) {
-    for (const v of Object.values(value)) walk(v, st);
-    return;
-  }
-  const node = (value as Node)[kind] as Node;
+  if (kind) visit(kind, (value as Node)[kind] as Node, st);
+  else for (const v of Object.values(value)) walk(v, st);
+}
+
+function visit(kind: string, node: Node, st: WalkState): void {
   checkNode(kind, node, st);
   for (const [field, v] of Object.entries(node)) {
-    if (field === 'typeName') checkTypeName(v as Node, st);
+    const bare = BARE_NODES[field];
+    if (bare && v && typeof v === 'object' && !Array.isArray(v) && !kindOf(v)) visit(bare, v as Node, st);
     else walk(v, st);
   }
 }
@@ -506,7 +517,7 @@ function checkNode(kind: string, n: Node, st: WalkState): void {
       if (n.useOp) checkOperator(stringsOf(n.useOp));
       return;
     case 'TypeName':
-      return checkTypeName(n, st);
+      return checkTypeName(n);
     case 'ColumnRef': {
       const fields = stringsOf(n.fields);
       if (fields.length >= 2 && fields[fields.length - 1] !== '*') st.fieldNames.add(fields[fields.length - 1]);
@@ -555,8 +566,7 @@ function checkOperator(qualified: string[]): void {
   }
 }
 
-function checkTypeName(t: Node | undefined, st: WalkState): void {
-  if (!t) return;
+function checkTypeName(t: Node): void {
   const names = stringsOf(t.names);
   const name = names[names.length - 1];
   const schema = names.length > 1 ? names.slice(0, -1).join('.') : '';
@@ -565,7 +575,6 @@ function checkTypeName(t: Node | undefined, st: WalkState): void {
       `type ${names.join('.')} is not allowed in analyze: casts and column definitions may use plain built-in types only (numbers, text, dates and times, JSON, uuid, bytea, full text search)`,
     );
   }
-  walk(t.typmods, st);
 }
 
 function checkRelation(r: Node, schema: string): void {

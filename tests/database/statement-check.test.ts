@@ -25,6 +25,7 @@ describe('the analyze guard judges the parse tree of POST /database/analyze', ()
     ['with t as (select 1 as x) select x from t', 'with t as (select 1 as x) select x from t'],
     ['(select 1) union (select 2)', '(select 1) union (select 2)'],
     ['values (1), (2)', 'values (1), (2)'],
+    ["select subject like 'a!%' escape '!' from vcons", "select subject like 'a!%' escape '!' from vcons"],
     ['select $$; drop table vcons$$, $tag$ ; $tag$', 'select $$; drop table vcons$$, $tag$ ; $tag$'],
     ["select E'it\\'s; fine'", "select E'it\\'s; fine'"],
     ['select "update", "delete" from "into"', 'select "update", "delete" from "into"'],
@@ -79,6 +80,10 @@ describe('the analyze guard judges the parse tree of POST /database/analyze', ()
     expect(await refused('with u as (update vcons set subject = null returning 1) select 1')).toMatch(/data-modifying/);
     expect(await refused('with i as (insert into vcon_tags values (null) returning 1) select 1')).toMatch(/data-modifying.*INSERT/);
     expect(await refused('select * from vcons where uuid = $1')).toMatch(/parameters/);
+    // In either arm of a set operation, whose nodes the parse tree holds without their wrapper.
+    expect(await refused('select * into t from vcons union select * from vcons')).toMatch(/SELECT INTO/);
+    expect(await refused('select 1 union (select 1 from vcons for share)')).toMatch(/locking/);
+    expect(await refused("select 1 union select 'x'::regclass")).toMatch(/type regclass/);
   });
 
   it('refuses functions off the allowlist, quoted, qualified, spaced or written U&"..."', async () => {
