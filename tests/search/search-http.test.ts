@@ -52,8 +52,9 @@ const password = buildVcon({
 
 beforeAll(async () => {
   srv = await startTestServer();
+  // wait_for=search: indexed before the tests search (a search's own catch-up is best effort, bounded).
   for (const v of [sources, refund, password]) {
-    const r = await srv.api('/vcons', { method: 'POST', json: v });
+    const r = await srv.api('/vcons?wait_for=search', { method: 'POST', json: v });
     expect(r.status).toBe(201);
   }
 });
@@ -199,7 +200,7 @@ describe('parameters, filters and paging', () => {
       buildVcon({ subject: `Kiwifruit complaint ${i}`, turns: [`kiwifruit complaint number ${i} ${'about kiwifruit '.repeat(i)}`] }),
     );
     if (kind === 'content') {
-      const r = await srv.api('/vcons/batch', { method: 'POST', json: batch });
+      const r = await srv.api('/vcons/batch?wait_for=search', { method: 'POST', json: batch });
       expect(r.status).toBe(201);
     }
     const p1 = await search(kind, { q, limit: 2, offset: 0, threshold: 0.3 });
