@@ -64,5 +64,5 @@ describe('embedded PostgreSQL', () => {
     await sql.end();
     await next.release();
     await exited(orphan);
-  }, 60_000);
+  });
 });

@@ -46,7 +46,7 @@ describe('vcon-launch start (foreground)', () => {
     await waitFor(() => stdout.includes('alpha') && stdout.includes('beta'), 30_000).catch(() => {
       throw new Error(`launcher did not print its table:\n${stdout}\n${stderr}`);
     });
-  }, 40_000);
+  });
 
   afterAll(async () => {
     if (launcher.exitCode === null) launcher.kill('SIGKILL');
@@ -144,7 +144,7 @@ describe('vcon-launch start (foreground)', () => {
     for (const pid of children) expect(isAlive(pid)).toBe(false);
     expect(ws.registry()).toEqual({});
     expect(stderr).toContain('all groups stopped');
-  }, 30_000);
+  });
 });
 
 describe('a foreground supervisor whose groups are stopped from elsewhere', () => {

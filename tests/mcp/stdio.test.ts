@@ -57,7 +57,7 @@ let rw: StdioServer;
 beforeAll(async () => {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build`);
   rw = await spawnServer();
-}, 60_000);
+});
 
 afterAll(async () => {
   await rw?.client.close();
@@ -112,7 +112,7 @@ describe('MCP over stdio', () => {
     } finally {
       await ro.client.close();
     }
-  }, 30_000);
+  });
 
   it('exits by itself, cleanly, when the client closes stdin', async () => {
     const s = await spawnServer();
@@ -128,5 +128,5 @@ describe('MCP over stdio', () => {
     // The pipe may deliver the last lines a moment after the exit.
     await vi.waitFor(() => expect(s.stderr()).toMatch(/"msg":"mcp stdio session ended"/), { timeout: 10_000, interval: 20 });
     await s.client.close();
-  }, 30_000);
+  });
 });

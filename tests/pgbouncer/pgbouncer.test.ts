@@ -235,7 +235,7 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
     } finally {
       await Promise.all(pools.map((sql) => sql.end({ timeout: 5 })));
     }
-  }, 60_000);
+  });
 
   it('answers queries with array parameters right behind parameterless ones on the same pooled connections, as PostgreSQL does directly', async () => {
     // The driver sends a parameterless query's successor before its answer (pipelining); without

@@ -186,7 +186,7 @@ describe('hostile input', () => {
           method: r.method,
           body: r.body,
           headers: { authorization: 'Bearer test-key-rw', ...r.headers },
-          signal: AbortSignal.timeout(10_000),
+          signal: AbortSignal.timeout(30_000),
         });
         const text = await res.text();
         let body: any;

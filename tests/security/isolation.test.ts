@@ -19,7 +19,7 @@ let b: Group;
 beforeAll(async () => {
   // Different sizes on purpose: every figure of one group differs from the other's.
   [a, b] = await Promise.all([startGroup('a', SHARED, 2, 0), startGroup('b', SHARED, 4, 2)]);
-}, 60_000);
+});
 afterAll(async () => {
   await Promise.all([stopGroup(a), stopGroup(b)]);
 });
