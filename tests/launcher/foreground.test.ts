@@ -43,7 +43,7 @@ describe('vcon-launch start (foreground)', () => {
     }) as typeof launcher;
     launcher.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
     launcher.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    await waitFor(() => stdout.includes('alpha') && stdout.includes('beta'), 30_000).catch(() => {
+    await waitFor(() => stdout.includes('alpha') && stdout.includes('beta'), 60_000).catch(() => {
       throw new Error(`launcher did not print its table:\n${stdout}\n${stderr}`);
     });
   });
@@ -117,7 +117,7 @@ describe('vcon-launch start (foreground)', () => {
         const h = await api(`${e.url}/api/v1`, '/health').catch(() => ({ status: 0 }));
         return h.status === 200 ? e : undefined;
       },
-      30_000,
+      60_000,
       20,
     );
     probing = false;

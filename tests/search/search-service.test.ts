@@ -248,7 +248,7 @@ describe('OpenAI-compatible provider', () => {
         const uuids = (await services.search.semantic({ q: 'umbrella frame snapped' }, internalCtx)).results.map((r) => r.uuid);
         return uuids.length ? uuids : undefined;
       },
-      10_000,
+      60_000,
       100,
       'the embedding worker to embed the new vCon',
     );
