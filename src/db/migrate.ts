@@ -141,6 +141,9 @@ export const MIGRATION_ATTEMPTS = 3;
 /** The lock wait of each optional change (lz4, a trigram index), at most (ms). */
 const OPTIONAL_LOCK_TIMEOUT_MS = 1_000;
 
+/** The lock_timeout of the optional step when the migrations' is `lockTimeoutMs` (ms, whole). */
+const optionalLockTimeout = (lockTimeoutMs: number) => Math.max(1, Math.floor(Math.min(lockTimeoutMs, OPTIONAL_LOCK_TIMEOUT_MS)));
+
 /** lock_not_available: the statement's lock_timeout expired. */
 const LOCK_NOT_AVAILABLE = '55P03';
 
@@ -226,7 +229,7 @@ async function migrateOnce(
   if (optional?.changed.length) opts.log?.info({ migrated_schema: schema, optional: optional.changed }, 'optional schema features added');
   if (optional?.deferred.length) {
     opts.log?.warn(
-      { migrated_schema: schema, deferred: optional.deferred },
+      { migrated_schema: schema, deferred: optional.deferred, lock_timeout_ms: optionalLockTimeout(lockTimeoutMs) },
       'optional schema features left for the next start: another session held the table lock',
     );
   }
@@ -261,7 +264,7 @@ async function ensureOptional(tx: TransactionSql, pgTrgm: boolean, lockTimeoutMs
   const changed: string[] = [];
   // Each optional change waits for its lock one after another: a shorter wait keeps a start that
   // defers them all (and the writers queued behind each wait) within a few seconds.
-  await tx.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(Math.min(lockTimeoutMs, OPTIONAL_LOCK_TIMEOUT_MS)))}`);
+  await tx.unsafe(`set local lock_timeout = ${optionalLockTimeout(lockTimeoutMs)}`);
   const deferred: string[] = [];
   // Each change in a savepoint: a lock another session holds (lock_timeout) defers it to the next
   // start instead of refusing this one for an optional feature.

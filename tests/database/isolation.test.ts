@@ -189,7 +189,7 @@ describe('long-running queries of this application', () => {
           select pid from pg_stat_activity
           where query like any(array['%mine-long-query%', '%their-long-query%']) and state = 'active' and pid <> pg_backend_pid()
             and query_start < clock_timestamp() - interval '0.5 s'`;
-      await vi.waitFor(async () => expect(await active()).toHaveLength(2), { timeout: 20_000, interval: 50 });
+      await vi.waitFor(async () => expect(await active()).toHaveLength(2), { timeout: 60_000, interval: 50 });
       const h = await service.health(internalCtx);
       const text = JSON.stringify(h);
       expect(h.connections.application.long_running).toEqual([

@@ -142,7 +142,7 @@ describe('GET /database/health', () => {
             select pid from pg_stat_activity where query like '%secret-text-of-another-app%' and state = 'active' and pid <> pg_backend_pid()`
         ).map((r) => r.pid);
       // It is running (the server counts it) before we look, and still after: only not shown.
-      await vi.waitFor(async () => expect(await running()).toHaveLength(1), { timeout: 15_000, interval: 50 });
+      await vi.waitFor(async () => expect(await running()).toHaveLength(1), { timeout: 60_000, interval: 50 });
       const d = await ok('/database/health');
       expect(JSON.stringify(d)).not.toContain('secret-text-of-another-app');
       expect(d.connections.application.long_running).toEqual([]);

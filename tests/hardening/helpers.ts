@@ -218,7 +218,7 @@ export async function queuedForIndexing(url: string, schema: string): Promise<nu
  * Waits until a schema's index queue is empty (a running instance indexes it), then returns the
  * stored vCons that have no keyword index row: none, when every write was indexed.
  */
-export async function unindexedAfterDrain(url: string, schema: string, timeoutMs = 30_000): Promise<string[]> {
+export async function unindexedAfterDrain(url: string, schema: string, timeoutMs = 120_000): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   while ((await queuedForIndexing(url, schema)) > 0) {
     if (Date.now() > deadline) throw new Error(`the index queue of ${schema} did not drain within ${timeoutMs} ms`);

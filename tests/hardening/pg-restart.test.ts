@@ -24,7 +24,8 @@ import {
 const SCHEMA = 'hard_pg_restart';
 const WRITERS = 16;
 const READERS = 4;
-const TIMEOUT_MS = 10_000;
+// A ceiling for a hung request, not a latency bound (latencies are in the report).
+const TIMEOUT_MS = 60_000;
 
 let dir: string;
 let pg: EmbeddedPostgres;
@@ -83,7 +84,7 @@ describe('PostgreSQL restarted during a write load', () => {
         if (crashed()) break;
         const h = await request(`${server.base}/health`, { timeoutMs: 2_000 });
         if (h.status === 200) break;
-        if (Date.now() - t0 > 30_000) throw new Error(`not healthy 30 s after PostgreSQL came back: ${JSON.stringify(h)}`);
+        if (Date.now() - t0 > 120_000) throw new Error(`not healthy 120 s after PostgreSQL came back: ${JSON.stringify(h)}`);
         await sleep(50);
       }
       if (crashed()) break;

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
+import { KEEP_ALIVE_MS } from '../../src/main.js';
 import {
   derivedProblems,
   queuedForIndexing,
@@ -60,14 +61,14 @@ async function signalDuringCreates(signal: 'SIGTERM' | 'SIGKILL', env: Record<st
   const docs = Array.from({ length: N }, (_, i) => sampleVcon(randomUUID(), i));
   let acks = 0;
   const pending = docs.map((d) =>
-    request(`${server.base}/vcons`, { method: 'POST', json: d, timeoutMs: 30_000 }).then((o) => {
+    request(`${server.base}/vcons`, { method: 'POST', json: d, timeoutMs: 120_000 }).then((o) => {
       if (o.status === 201) acks++;
       return o;
     }),
   );
   const t0 = Date.now();
   while (arrived(holdFile) < waitFor || acks < ackedFirst) {
-    if (Date.now() - t0 > 20_000) throw new Error(`only ${arrived(holdFile)} of ${waitFor} creates arrived`);
+    if (Date.now() - t0 > 120_000) throw new Error(`only ${arrived(holdFile)} of ${waitFor} creates arrived`);
     await sleep(5);
   }
   const inFlight = arrived(holdFile);
@@ -93,8 +94,9 @@ describe('signals during 100 in-flight creates', () => {
     expect(r.inFlight).toBe(N);
     expect(r.outcomes.map((o) => o.status || o.error)).toEqual(Array(N).fill(201));
     expect(r.exit.exitCode, r.stderr).toBe(0);
-    // Drained, then gone: no wait for idle keep-alive connections to time out.
-    expect(r.exitMs).toBeLessThan(4_000);
+    // Drained, then gone: no wait for idle keep-alive connections to time out (KEEP_ALIVE_MS);
+    // how soon is a figure of the log line above, not a bound.
+    expect(r.exitMs).toBeLessThan(KEEP_ALIVE_MS);
     expect(r.late.status).toBe(0);
     expect(r.acked.filter((u) => !r.stored.has(u))).toEqual([]);
     expect(r.stored.size).toBe(N);
@@ -111,7 +113,7 @@ describe('signals during 100 in-flight creates', () => {
     );
     expect(r.inFlight).toBe(N);
     expect(r.exit.exitCode === 0 || r.exit.exitCode === 1, r.stderr).toBe(true);
-    expect(r.exitMs).toBeLessThan(15_000);
+    expect(r.exitMs).toBeLessThan(KEEP_ALIVE_MS);
     // Nothing hung: each request was answered or its connection closed, and a 201 means stored.
     for (const o of r.outcomes) expect(o.error === 'timeout').toBe(false);
     expect(r.acked.filter((u) => !r.stored.has(u))).toEqual([]);

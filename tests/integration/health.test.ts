@@ -40,7 +40,7 @@ describe('/health', () => {
     expect(read.body).toMatchObject({ success: false, error: 'database_unavailable' });
 
     await proxy.restore();
-    await waitFor(async () => (await s.api('/health', { key: null })).status === 200, 10_000, 100, '/health to answer 200 again');
+    await waitFor(async () => (await s.api('/health', { key: null })).status === 200, 60_000, 100, '/health to answer 200 again');
     expect((await s.api('/vcons')).status).toBe(200);
   });
 });

@@ -23,8 +23,8 @@ describe('the index thread', () => {
 
   // The thread gone (as /health says), then no connection (counted without /health, which needs one).
   const retired = async (what: string) => {
-    await waitFor(async () => (await s.api('/health')).body.index.thread === false, 20_000, 100, `the index thread to be retired${what}`);
-    await waitFor(async () => (await connections()) === 0, 20_000, 100, `the group to hold no connection${what}`);
+    await waitFor(async () => (await s.api('/health')).body.index.thread === false, 60_000, 100, `the index thread to be retired${what}`);
+    await waitFor(async () => (await connections()) === 0, 60_000, 100, `the group to hold no connection${what}`);
   };
 
   beforeAll(async () => {
@@ -47,7 +47,7 @@ describe('the index thread', () => {
     const searches = Array.from({ length: 10 }, () => s.api('/vcons/search/hybrid?q=harbour+ferry'));
     const answers = await Promise.all([...writes, ...searches]);
     // Indexing drains after the writes: keep sampling until the search sees all 40.
-    await waitFor(async () => (await s.api('/vcons/search/content?q=probe&limit=100')).body.results?.length === 40, 30_000);
+    await waitFor(async () => (await s.api('/vcons/search/content?q=probe&limit=100')).body.results?.length === 40, 60_000);
     sampling = false;
     await sampler;
     expect(answers.map((a) => a.status).filter((st) => st !== 201 && st !== 200)).toEqual([]);
@@ -84,7 +84,7 @@ describe('the index thread', () => {
     expect(nicedThreads()).toEqual([]);
     const w = await s.api('/vcons', { method: 'POST', json: { vcon: '0.3.0', subject: 'priority probe', parties: [{ name: 'N' }] } });
     expect(w.status).toBe(201);
-    await waitFor(async () => nicedThreads().length > 0, 20_000, 50, 'the index thread to lower its priority');
+    await waitFor(async () => nicedThreads().length > 0, 60_000, 50, 'the index thread to lower its priority');
     // One thread of this process is reniced (the index thread), not the process: the thread that
     // serves requests (this test's, tid = pid) keeps its priority.
     expect(nicedThreads()).toEqual([DEFAULT_INDEX_THREAD_NICE]);
@@ -99,14 +99,14 @@ describe('INDEX_THREAD_NICE', () => {
   const threadRuns = async (s: TestServer) => {
     const w = await s.api('/vcons', { method: 'POST', json: { vcon: '0.3.0', subject: 'nice probe', parties: [{ name: 'N' }] } });
     expect(w.status).toBe(201);
-    await waitFor(async () => (await s.api('/health')).body.index.thread === true, 20_000, 50, 'the index thread to start');
+    await waitFor(async () => (await s.api('/health')).body.index.thread === true, 60_000, 50, 'the index thread to start');
   };
 
   it.runIf(process.platform === 'linux')('sets the index thread to the configured nice value', async () => {
     const s = await server('4');
     try {
       await threadRuns(s);
-      await waitFor(async () => nicedThreads().includes(4), 20_000, 50, 'the index thread at nice 4');
+      await waitFor(async () => nicedThreads().includes(4), 60_000, 50, 'the index thread at nice 4');
       expect(niceOf(process.pid)).toBe(0);
     } finally {
       await s.close();
@@ -119,7 +119,7 @@ describe('INDEX_THREAD_NICE', () => {
       await threadRuns(s);
       // Indexed with no search asking (nothing but the thread indexes then): the thread has loaded
       // and would have reniced itself before its first round.
-      await waitFor(async () => (await s.api('/health')).body.index.pending === 0, 20_000, 50, 'the thread to index the write');
+      await waitFor(async () => (await s.api('/health')).body.index.pending === 0, 60_000, 50, 'the thread to index the write');
       expect(nicedThreads()).toEqual([]);
     } finally {
       await s.close();
@@ -178,7 +178,7 @@ describe('an idle group', () => {
     try {
       const w = await s.api('/vcons', { method: 'POST', json: { vcon: '0.3.0', subject: 'embedding endpoint down', parties: [{ name: 'D' }] } });
       expect(w.status).toBe(201);
-      await waitFor(async () => (await s.api('/health')).body.index.failing === 1, 20_000, 100, 'the embedding to fail');
+      await waitFor(async () => (await s.api('/health')).body.index.failing === 1, 60_000, 100, 'the embedding to fail');
       // Well past INDEX_THREAD_IDLE_S (1 s) and the retirement check: the retries still have a thread.
       const until = Date.now() + 4_000;
       while (Date.now() < until) expect((await s.api('/health')).body.index).toMatchObject({ pending: 1, thread: true });
@@ -211,7 +211,7 @@ describe('an idle group', () => {
     const next = await startTestServer({ ...env, SUPABASE_DB_SCHEMA: schema });
     try {
       // Watched from outside: no request reaches the instance until the queue is empty.
-      await waitFor(async () => (await queued()) === 0, 30_000, 100, 'the queue left by the crash to drain');
+      await waitFor(async () => (await queued()) === 0, 60_000, 100, 'the queue left by the crash to drain');
       const found = await next.api('/vcons/search/content?q=orchard&limit=10');
       expect(found.body.results.map((x: { vcon_uuid?: string; uuid?: string }) => x.vcon_uuid ?? x.uuid).sort()).toEqual([...uuids].sort());
     } finally {

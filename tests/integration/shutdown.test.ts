@@ -14,7 +14,7 @@ describe('graceful shutdown', () => {
     const N = 20;
     const creates = Array.from({ length: N }, (_, i) => s.api('/vcons', { method: 'POST', json: { subject: `inflight ${i}` } }));
     // Wait until every request is inside the server (held by the slow plugin), then stop.
-    await waitFor(() => state().arrived === N, 20_000, 10, `all ${N} creates inside the server`);
+    await waitFor(() => state().arrived === N, 60_000, 10, `all ${N} creates inside the server`);
     await s.instance.stop();
     const results = await Promise.all(creates);
     expect(results.map((r) => r.status)).toEqual(Array(N).fill(201));

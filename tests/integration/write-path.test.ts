@@ -13,6 +13,7 @@ import { deriveRows, MAX_LABEL_CHARS } from '../../src/domain/derive.js';
 import { arrayLiteral } from '../../src/db/vcon-repo.js';
 import type { JsonObject } from '../../src/domain/vcon.js';
 import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/poll.js';
 
 let t: TestSchema;
 let services: ReturnType<typeof createServices>;
@@ -339,19 +340,29 @@ describe('deleting a vCon without foreign keys on its derived rows', () => {
     try {
       let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
-      let locked!: () => void;
-      const isLocked = new Promise<void>((r) => (locked = r));
+      let locked!: (pid: number) => void;
+      const isLocked = new Promise<number>((r) => (locked = r));
       const write = other.begin(async (tx) => {
         await tx`select 1 from vcons where uuid = ${d.uuid}::uuid for no key update`;
         await tx`insert into vcon_tags (vcon_uuid, key, value) values (${d.uuid}::uuid, 'late', 'tag')`;
         await tx`insert into vcon_parties (vcon_uuid, idx, name) values (${d.uuid}::uuid, 2, 'Late')`;
-        locked();
+        const [{ pid }] = await tx<{ pid: number }[]>`select pg_backend_pid() as pid`;
+        locked(pid);
         await held;
       });
-      await isLocked;
+      const writer = await isLocked;
       const removal = services.vcons.remove(d.uuid, internalCtx);
-      // The delete waits for the lock; the write then commits its rows.
-      await new Promise((r) => setTimeout(r, 200));
+      // The delete waits for the write's lock (the server shows it blocked); the write then commits its rows.
+      await waitFor(
+        async () =>
+          (
+            await t.sql<{ n: number }[]>`
+              select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and ${writer}::int = any(pg_blocking_pids(pid))`
+          )[0].n > 0,
+        60_000,
+        10,
+        'the delete to wait for the lock',
+      );
       release();
       await write;
       expect(await removal).toEqual({ uuid: d.uuid, deleted: true });

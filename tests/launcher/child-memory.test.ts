@@ -30,5 +30,5 @@ describe('memory settings of a group process', () => {
     expect(environ(reg.tuned.pid)).not.toContain('MALLOC_ARENA_MAX=2');
     expect(argv(reg.tuned.pid)).not.toContain('--max-semi-space-size=2');
     expect(argv(reg.tuned.pid)).toContain('--single-threaded-gc');
-  }, 60_000);
+  });
 });

@@ -43,10 +43,10 @@ describe('vcon-launch start (foreground)', () => {
     }) as typeof launcher;
     launcher.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
     launcher.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    await waitFor(() => stdout.includes('alpha') && stdout.includes('beta'), 30_000).catch(() => {
+    await waitFor(() => stdout.includes('alpha') && stdout.includes('beta'), 60_000).catch(() => {
       throw new Error(`launcher did not print its table:\n${stdout}\n${stderr}`);
     });
-  }, 40_000);
+  });
 
   afterAll(async () => {
     if (launcher.exitCode === null) launcher.kill('SIGKILL');
@@ -117,7 +117,7 @@ describe('vcon-launch start (foreground)', () => {
         const h = await api(`${e.url}/api/v1`, '/health').catch(() => ({ status: 0 }));
         return h.status === 200 ? e : undefined;
       },
-      30_000,
+      60_000,
       20,
     );
     probing = false;
@@ -144,7 +144,7 @@ describe('vcon-launch start (foreground)', () => {
     for (const pid of children) expect(isAlive(pid)).toBe(false);
     expect(ws.registry()).toEqual({});
     expect(stderr).toContain('all groups stopped');
-  }, 30_000);
+  });
 });
 
 describe('a foreground supervisor whose groups are stopped from elsewhere', () => {

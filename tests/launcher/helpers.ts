@@ -56,7 +56,14 @@ export function createWorkspace(groups: string[], extra: Record<string, Record<s
     schemas,
     writeEnv,
     async run(args, opts = {}) {
-      const r = await execa(process.execPath, [CLI, ...args], { cwd: dir, env: cliEnv(), extendEnv: false, reject: false, timeout: 60_000, ...opts });
+      const r = await execa(process.execPath, [CLI, ...args], {
+        cwd: dir,
+        env: cliEnv(),
+        extendEnv: false,
+        reject: false,
+        timeout: 120_000,
+        ...opts,
+      });
       return { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) };
     },
     registry() {
@@ -123,7 +130,7 @@ export async function api(base: string, p: string, init: RequestInit & { json?: 
     body = JSON.stringify(init.json);
     headers.set('content-type', 'application/json');
   }
-  const res = await fetch(`${base}${p}`, { ...init, headers, body, signal: AbortSignal.timeout(5_000) });
+  const res = await fetch(`${base}${p}`, { ...init, headers, body, signal: AbortSignal.timeout(30_000) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }

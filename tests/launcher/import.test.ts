@@ -79,7 +79,7 @@ describe('vcon-launch import', () => {
     for (const o of report.outcomes.filter((o: any) => o.outcome === 'rejected')) expect(o.reason).toMatch(/^\w+: \S/);
     // The temporary instance is gone.
     expect(serverPidsForSchema(ws.schemas.imp)).toEqual([]);
-  }, 60_000);
+  });
 
   test('a second run stores nothing new: files without a uuid are replaced under their content-derived one', async () => {
     const r = await ws.run(['import', '--group', 'imp', FIXTURES]);
@@ -96,7 +96,7 @@ describe('vcon-launch import', () => {
     expect(r.stdout).toMatch(/^ {2}\d+ vCon\(s\) without a uuid got one derived from their content/m);
     expect(r.stdout).toMatch(/invalid__conserver__bad_party_ref\.json: validation_failed: /);
     expect(r.stderr).toMatch(/\d+ vCon\(s\) rejected/);
-  }, 60_000);
+  });
 
   test('a file without a uuid is stored under the name-based uuid of its canonical JSON, whatever its key order', async () => {
     const dir = path.join(ws.dir, 'nouuid');
@@ -160,7 +160,7 @@ describe('vcon-launch import, indexing behind', () => {
     expect(r.stdout).toMatch(
       /^ {2}4 vCon\(s\) queued for search indexing: readable now, searchable once the group's server has indexed them \(`vcon-launch start --group slow` does it/m,
     );
-  }, 60_000);
+  });
 });
 
 describe('content uuid', () => {

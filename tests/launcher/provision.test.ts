@@ -36,7 +36,7 @@ describe('vcon-launch provision', () => {
 
     const printed = await ws.run(['provision', '--group', 'pb', '--print']);
     expect(printed.stdout).toContain(urlIn(path.join(ws.envDir, 'pb.env'))!);
-  }, 60_000);
+  });
 
   test("the group role reads its own schema but not the other group's, nor public", async () => {
     const sql = postgres(urlIn(path.join(ws.envDir, 'pa.env'))!, { max: 1, onnotice: () => {} });
@@ -65,5 +65,5 @@ describe('vcon-launch provision', () => {
     const st = JSON.parse((await ws.run(['status', '--json'])).stdout);
     expect(st[0]).toMatchObject({ group: 'pa', status: 'healthy', database: expect.stringMatching(new RegExp(`^vcon_${ws.schemas.pa}@`)) });
     expect((await ws.run(['stop', '--all'])).exitCode).toBe(0);
-  }, 60_000);
+  });
 });

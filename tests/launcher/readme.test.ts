@@ -41,7 +41,7 @@ describe('README examples', () => {
     const shown = /"tel":"([^"]+)", subject "([^"]+)"/.exec(block)!;
     expect(read.vcon.parties[0].tel).toBe(shown[1]);
     expect(read.vcon.subject).toBe(shown[2]);
-  }, 60_000);
+  });
 
   test('the batch example shows a rejected item as the server answers it', async () => {
     const block = section('The REST API');

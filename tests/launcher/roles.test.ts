@@ -62,7 +62,7 @@ describe('per-group roles by default', () => {
       role: `vcon_${ws.schemas.ra}`,
       password: expect.stringMatching(/^[0-9a-f]{48}$/),
     });
-  }, 60_000);
+  });
 
   test('rotate refuses a running group, then gives a stopped one new passwords it starts with', async () => {
     const refused = await ws.run(['rotate', '--group', 'ra']);
@@ -78,7 +78,7 @@ describe('per-group roles by default', () => {
     expect(after.analyze_password).not.toBe(before.analyze_password);
     const s = await ws.run(['start', '--group', 'ra', '--detach']);
     expect(s.exitCode, s.stderr).toBe(0);
-  }, 60_000);
+  });
 });
 
 describe('without the power to create roles', () => {
@@ -127,7 +127,7 @@ describe('without the power to create roles', () => {
     );
     const st = JSON.parse((await ws.run(['status', '--json'])).stdout) as { role: string }[];
     expect(st.map((s) => s.role)).toEqual([user, user]);
-  }, 60_000);
+  });
 });
 
 describe('a superuser shared by groups', () => {
@@ -157,5 +157,5 @@ describe('a superuser shared by groups', () => {
       ['sa', 'postgres'],
       ['sb', 'postgres'],
     ]);
-  }, 60_000);
+  });
 });

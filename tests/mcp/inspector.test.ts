@@ -60,14 +60,14 @@ describe('MCP Inspector --strict, stdio', () => {
     expect(names.length).toBeGreaterThan(writeTools.length); // the fixture plugin's tools too
     expect(findingsOf(report)).toEqual([]);
     expect(stderr).not.toMatch(/^(Warning|Error): tool/m);
-  }, 90_000);
+  });
 });
 
 describe('MCP Inspector --strict, Streamable HTTP', () => {
   let srv: TestServer;
   beforeAll(async () => {
     srv = await startTestServer({ VCON_PLUGINS_PATH: PLUGIN_PATH });
-  }, 60_000);
+  });
   afterAll(async () => srv?.close());
 
   it.each([

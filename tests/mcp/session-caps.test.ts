@@ -81,7 +81,7 @@ const listStatus = async (url: string, key: string, sid: string) =>
     })
   ).status;
 
-const until = (what: string, ok: () => boolean, ms = 20_000) => waitFor(ok, ms, 20, what);
+const until = (what: string, ok: () => boolean, ms = 60_000) => waitFor(ok, ms, 20, what);
 
 describe('MCP sessions per key', () => {
   it("1,000 initialize calls from a read-only key do not lock the read-write key out (the issue's request, default caps)", async () => {

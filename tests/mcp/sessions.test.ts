@@ -67,7 +67,7 @@ describe('MCP HTTP session limits', () => {
       // Connecting at all proves the session existed (the handshake is two requests on it).
       const s = await connectHttp(url, KEY);
       const sid = s.transport.sessionId!;
-      await vi.waitFor(() => expect(mcp.stats().sessions).toBe(0), { timeout: 15_000, interval: 50 });
+      await vi.waitFor(() => expect(mcp.stats().sessions).toBe(0), { timeout: 60_000, interval: 50 });
       const res = await fetch(`${url}/mcp`, {
         method: 'POST',
         headers: {

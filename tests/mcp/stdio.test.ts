@@ -57,7 +57,7 @@ let rw: StdioServer;
 beforeAll(async () => {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build`);
   rw = await spawnServer();
-}, 60_000);
+});
 
 afterAll(async () => {
   await rw?.client.close();
@@ -71,7 +71,7 @@ describe('MCP over stdio', () => {
     expect(rw.client.getServerVersion()).toMatchObject({ name: 'vcon-launch', version: getBuildInfo().version });
     // Any stray stdout line would have broken the JSON-RPC framing of the calls above and below.
     // Logs are written asynchronously: the line may trail the initialize answer by a moment.
-    await vi.waitFor(() => expect(rw.stderr()).toMatch(/"msg":"mcp stdio ready"/), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(() => expect(rw.stderr()).toMatch(/"msg":"mcp stdio ready"/), { timeout: 60_000, interval: 20 });
   });
 
   it('offers every tool and plugin tools in the configured read-write scope, and runs them with hooks', async () => {
@@ -112,7 +112,7 @@ describe('MCP over stdio', () => {
     } finally {
       await ro.client.close();
     }
-  }, 30_000);
+  });
 
   it('exits by itself, cleanly, when the client closes stdin', async () => {
     const s = await spawnServer();
@@ -126,7 +126,7 @@ describe('MCP over stdio', () => {
     (child.stdin as NodeJS.WritableStream).end();
     expect(await exited).toEqual({ code: 0, signal: null });
     // The pipe may deliver the last lines a moment after the exit.
-    await vi.waitFor(() => expect(s.stderr()).toMatch(/"msg":"mcp stdio session ended"/), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(() => expect(s.stderr()).toMatch(/"msg":"mcp stdio session ended"/), { timeout: 60_000, interval: 20 });
     await s.client.close();
-  }, 30_000);
+  });
 });

@@ -122,7 +122,7 @@ describe('PostgreSQL refusing a connection for capacity (53300)', () => {
   it('answers database_busy (not database_unavailable) and recovers when a slot frees', async () => {
     expect((await s.api('/vcons')).status).toBe(200);
     // Idle connections go back after DB_IDLE_TIMEOUT_S (the index thread's after INDEX_THREAD_IDLE_S): none while idle.
-    await waitFor(async () => (await roleConnections()) === 0, 20_000, 100);
+    await waitFor(async () => (await roleConnections()) === 0, 60_000, 100);
     const squatter = postgres(roleUrl, { max: 1, onnotice: () => {} });
     try {
       // The role's one slot: the index thread may still be starting up and take it first; it gives
@@ -133,7 +133,7 @@ describe('PostgreSQL refusing a connection for capacity (53300)', () => {
             () => true,
             () => false,
           ),
-        20_000,
+        60_000,
         100,
       );
       expectBusy(await s.api('/vcons'));
@@ -143,7 +143,7 @@ describe('PostgreSQL refusing a connection for capacity (53300)', () => {
     } finally {
       await squatter.end();
     }
-    await waitFor(async () => (await s.api('/vcons')).status === 200, 20_000, 100);
+    await waitFor(async () => (await s.api('/vcons')).status === 200, 60_000, 100);
     expect((await s.api('/health', { key: null })).body).toMatchObject({ status: 'healthy' });
   });
 });

@@ -235,13 +235,13 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
     );
     try {
       // PgBouncer's two server connections for the role are both in a transaction now.
-      await waitFor(async () => holding === 2, 10_000, 20, 'the squatter to hold both server connections');
+      await waitFor(async () => holding === 2, 60_000, 20, 'the squatter to hold both server connections');
       const answers = Promise.all(Array.from({ length: CLIENTS }, () => s.api('/vcons?limit=5')));
       // Each request has its pool turn and waits in PgBouncer, past DB_QUEUE_TIMEOUT_MS.
       const t0 = Date.now();
       await waitFor(
         async () => s.instance.services.admission.stats().in_use === CLIENTS && Date.now() - t0 > 1500,
-        10_000,
+        60_000,
         50,
         'every request to hold a pool turn',
       );
@@ -288,7 +288,7 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
     } finally {
       await Promise.all(pools.map((sql) => sql.end({ timeout: 5 })));
     }
-  }, 60_000);
+  });
 
   it('answers queries with array parameters right behind parameterless ones on the same pooled connections, as PostgreSQL does directly', async () => {
     // The driver sends a parameterless query's successor before its answer (pipelining); without
@@ -333,7 +333,7 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
           ),
         ),
         // A lost Bind is never answered: fail with that rather than the test's timeout.
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('a query through PgBouncer got no answer in 20 s')), 20_000).unref()),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('a query through PgBouncer got no answer in 60 s')), 60_000).unref()),
       ]);
       for (const r of got) if (r !== 'plain') expect((r as [number, unknown])[1]).toEqual(expected[(r as [number, unknown])[0]]);
       expect(expected[3]).not.toEqual([]);

@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { KEY, RO_KEY, SETUPS, start, type Logged, type Started } from './fast-path-helpers.js';
+import { KEY, loggedLines, RO_KEY, SETUPS, start, type Logged, type Started } from './fast-path-helpers.js';
+import { waitFor } from '../helpers/poll.js';
 
 // Counts the requests the fast path takes: both paths answer alike by design, so only this tells
 // that the fast one answered.
@@ -41,11 +42,7 @@ async function post(s: Started, path: string, body: string | Buffer, headers: Re
   r.headers.forEach((v, k) => {
     if (k !== 'date') out[k] = v;
   });
-  for (const deadline = Date.now() + 2_000; !s.lines.some((l) => l.req?.id === id) && Date.now() < deadline;) {
-    await new Promise((res) => setTimeout(res, 5));
-  }
-  await new Promise((res) => setTimeout(res, 20));
-  return { id, status: r.status, headers: out, body: text, logged: s.lines.filter((l) => l.req?.id === id) };
+  return { id, status: r.status, headers: out, body: text, logged: await loggedLines(s, id) };
 }
 
 /**
@@ -137,16 +134,16 @@ describe.each(SETUPS)('POST /vcons fast path, %s', (_name, env, auth) => {
     await new Promise<void>((resolve, reject) => {
       const socket = connect(Number(url.port), url.hostname, () => {
         socket.write(`POST ${url.pathname}/vcons HTTP/1.1\r\nhost: ${url.host}\r\n${head}\r\n${body.slice(0, 20)}`);
-        setTimeout(() => {
+        // Gone once the fast path has the request and waits for the rest of its body.
+        waitFor(() => fastTaken.count === before + 1, 60_000, 5, 'the fast path to take the request').then(() => {
           socket.destroy();
           resolve();
-        }, 100);
+        }, reject);
       });
       socket.on('error', reject);
     });
     expect(fastTaken.count).toBe(before + 1);
-    await new Promise((r) => setTimeout(r, 200));
-    const logged = s.lines.filter((l) => l.req?.id === id || (l as { req_id?: string }).req_id === id);
+    const logged = await loggedLines(s, id, true);
     expect(logged.map((l) => l.msg)).toEqual(['request aborted']);
   });
 

@@ -1,6 +1,7 @@
 // What the fast paths' tests share (fast-get.test.ts, fast-create.test.ts): the configurations they
 // compare the fast path with express's in, and an instance whose log lines are kept.
 import type { EnvInput } from '../../src/config.js';
+import { waitFor } from '../helpers/poll.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 export const KEY = 'fast-key-rw';
@@ -37,4 +38,15 @@ export async function start(env: EnvInput): Promise<Started> {
     { logTo: { write: (l: string) => lines.push(JSON.parse(l) as Logged) } },
   );
   return Object.assign(s, { lines });
+}
+
+/**
+ * The log lines of one request (those that carry its request; with `byReqId` also those naming it
+ * as req_id), once one is written: the access line is written when the response closes, just
+ * after the client has its answer.
+ */
+export async function loggedLines(s: Started, id: string, byReqId = false): Promise<Logged[]> {
+  const mine = () => s.lines.filter((l) => l.req?.id === id || (byReqId && (l as { req_id?: string }).req_id === id));
+  await waitFor(() => mine().length > 0, 60_000, 5, `the log line of request ${id}`);
+  return mine();
 }

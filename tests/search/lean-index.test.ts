@@ -1,19 +1,16 @@
-// Leaner indexing rounds (issue 17, migrations 0003, 0004): search units one row per vCon, no stored unit tsvector (keywordMatches makes
+// Leaner indexing rounds: search units one row per vCon, no stored unit tsvector (keywordMatches makes
 // the page's), no stored unit vectors for a local provider (semanticMatches embeds the page's
 // units), and the ranking tsvector made from the units' texts sent as parameters. Results and
 // matches must be what the stored columns gave. Real PostgreSQL, a schema per case.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { createServices } from '../../src/main.js';
-import { createSql, type Sql } from '../../src/db/client.js';
+import type { Sql } from '../../src/db/client.js';
 import { unitRows } from '../../src/db/search-index-repo.js';
-import { decodeBodies, extractUnits } from '../../src/domain/derive.js';
-import type { JsonObject } from '../../src/domain/vcon.js';
-import { loadMigrations, migrate } from '../../src/db/migrate.js';
 import { createEmbeddingProvider } from '../../src/embeddings/index.js';
 import { dot } from '../../src/embeddings/text.js';
 import { internalCtx } from '../../src/services/context.js';
-import { createTestSchema, databaseUrl, adminSql, testSchemaName, type TestSchema } from '../helpers/db.js';
+import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
 import { buildVcon } from './builders.js';
 
 const configFor = (schema: string) => parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, LOG_LEVEL: 'silent' });
@@ -120,88 +117,5 @@ describe('indexing without stored unit tsvectors and local unit vectors', () => 
     expect(expected.length).toBeGreaterThan(0);
     expect(hit.matches.map((m) => [m.source, m.index])).toEqual(expected);
     expect(hit.matches[0].snippet.toLowerCase()).toContain('kettle');
-  });
-});
-
-describe('migrations 0003 and 0004 on a group indexed before them', () => {
-  const schemas: string[] = [];
-  const pools: ReturnType<typeof createSql>[] = [];
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    const admin = adminSql();
-    for (const s of schemas) await admin.unsafe(`drop schema if exists "${s}" cascade`);
-    await admin.end();
-  });
-
-  /**
-   * A group at migration 0002 holding one vCon indexed as the indexer before 0003 did (a row per
-   * unit with its generated tsvector, the aggregated ranking tsvector) and unit vectors of the
-   * given providers (with the vCon's code in the remote provider's space, as they were written together).
-   */
-  async function oldGroup(providers: string[]) {
-    const schema = testSchemaName('lean_mig');
-    const sql = createSql({ url: databaseUrl(), schema, max: 3 });
-    schemas.push(schema);
-    pools.push(sql);
-    // With the derived tables of today's writes (0005 to 0007 touch nothing 0003 and 0004 do).
-    const migrations = loadMigrations().filter(
-      (m) =>
-        m.version <= 2 ||
-        m.name.endsWith('_dialog_facts_per_vcon') ||
-        m.name.endsWith('_derived_rows_without_foreign_keys') ||
-        m.name.endsWith('_derived_rows_follow_deletes'),
-    );
-    await migrate(sql, schema, { migrations, optional: true });
-    const services = createServices(sql, configFor(schema));
-    await services.stop();
-    const v = rich();
-    const uuid = v.uuid as string;
-    await services.vcons.create(v, internalCtx);
-    const units = extractUnits(v as JsonObject, await decodeBodies(v as JsonObject));
-    for (const u of units) await sql`insert into search_units (vcon_uuid, source, idx, body) values (${uuid}, ${u.source}, ${u.idx}, ${u.body})`;
-    await sql`insert into vcon_search (vcon_uuid, created_at, tsv)
-      select su.vcon_uuid, v.created_at, ${OLD_TSV(sql)} from search_units su join vcons v on v.uuid = su.vcon_uuid group by su.vcon_uuid, v.created_at`;
-    await sql`delete from index_queue`;
-    const [g] = await sql<{ n: number; same: boolean }[]>`
-      select count(*)::int as n, bool_and(tsv = setweight(to_tsvector('english'::regconfig, body),
-        (case source when 'subject' then 'A' when 'party' then 'B' when 'analysis' then 'C' else 'D' end)::"char")) as same
-      from search_units where vcon_uuid = ${uuid}::uuid`;
-    // keywordMatches makes each unit's tsvector with the expression of the column it replaces.
-    expect(g).toEqual({ n: units.length, same: true });
-    for (const [i, p] of providers.entries()) {
-      await sql`insert into search_vectors (vcon_uuid, source, idx, provider, model, vec) values (${uuid}, 'dialog', ${i}, ${p}, 'm', '\\x00')`;
-    }
-    if (providers.includes('openai'))
-      await sql`insert into vcon_codes (vcon_uuid, provider, model, created_at, code) select ${uuid}, 'openai', 'm', now(), repeat('0', 256)::bit(256)`;
-    return { sql, schema, services, uuid, units };
-  }
-
-  test('keep every unit, one row per vCon in (source, idx) order, drop the unit tsvectors and local unit vectors; matches as before', async () => {
-    const g = await oldGroup(['glove', 'hashing']);
-    const before = await g.sql<{ source: string; idx: number; body: string }[]>`select source, idx, body from search_units order by source, idx`;
-    expect((await migrate(g.sql, g.schema)).applied).toEqual(['0003_lean_index', '0004_search_units_per_vcon']);
-    const cols = await g.sql<{ column_name: string }[]>`
-      select column_name from information_schema.columns where table_schema = ${g.schema} and table_name = 'search_units' order by ordinal_position`;
-    expect(cols.map((c) => c.column_name)).toEqual(['vcon_uuid', 'units']);
-    const [row] = await g.sql<
-      { units: { source: string; idx: number; body: string }[] }[]
-    >`select units from search_units where vcon_uuid = ${g.uuid}::uuid`;
-    expect(row.units).toEqual(before);
-    const [n] = await g.sql<{ n: number }[]>`select count(*)::int as n from search_vectors`;
-    expect(n.n).toBe(0);
-    // The ranking tsvector from before, the units' tsvectors made at query time: the matches of the fresh index.
-    const r = await g.services.search.content({ q: 'kettle' }, internalCtx);
-    expect(r.results.find((x) => x.uuid === g.uuid)!.matches.map((m) => [m.source, m.index])).toEqual(KETTLE_MATCHES);
-    // Deleting the vCon still takes its units along (the foreign key moved to the new table).
-    await g.services.vcons.remove(g.uuid, internalCtx);
-    const [left] = await g.sql<{ n: number }[]>`select count(*)::int as n from search_units`;
-    expect(left.n).toBe(0);
-  });
-
-  test("keeps a remote provider's unit vectors", async () => {
-    const g = await oldGroup(['glove', 'openai']);
-    await migrate(g.sql, g.schema);
-    const rows = await g.sql<{ provider: string }[]>`select provider from search_vectors`;
-    expect(rows.map((r) => r.provider)).toEqual(['openai']);
   });
 });

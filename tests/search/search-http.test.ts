@@ -1,5 +1,6 @@
 // The three search routes through HTTP on a real instance with the default (GloVe) provider.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { waitFor } from '../helpers/poll.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { buildVcon } from './builders.js';
 
@@ -52,8 +53,9 @@ const password = buildVcon({
 
 beforeAll(async () => {
   srv = await startTestServer();
+  // wait_for=search: indexed before the tests search (a search's own catch-up is best effort, bounded).
   for (const v of [sources, refund, password]) {
-    const r = await srv.api('/vcons', { method: 'POST', json: v });
+    const r = await srv.api('/vcons?wait_for=search', { method: 'POST', json: v });
     expect(r.status).toBe(201);
   }
 });
@@ -199,7 +201,7 @@ describe('parameters, filters and paging', () => {
       buildVcon({ subject: `Kiwifruit complaint ${i}`, turns: [`kiwifruit complaint number ${i} ${'about kiwifruit '.repeat(i)}`] }),
     );
     if (kind === 'content') {
-      const r = await srv.api('/vcons/batch', { method: 'POST', json: batch });
+      const r = await srv.api('/vcons/batch?wait_for=search', { method: 'POST', json: batch });
       expect(r.status).toBe(201);
     }
     const p1 = await search(kind, { q, limit: 2, offset: 0, threshold: 0.3 });
@@ -216,9 +218,22 @@ describe('parameters, filters and paging', () => {
 });
 
 describe('read-your-writes and deletion', () => {
-  test('create, append and tag writes are visible to all three at once; delete removes', async () => {
+  // A search's own catch-up with writes before it is best effort for 2 s (tests/search/index-queue
+  // tests it on the service, where it is deterministic): here each kind is polled until it finds the write.
+  const found = (kind: (typeof KINDS)[number], params: Record<string, string>, ok: (r: any) => boolean) =>
+    waitFor(
+      async () => {
+        const r = await search(kind, params);
+        return ok(r) ? r : undefined;
+      },
+      60_000,
+      50,
+      `${kind} search for ${JSON.stringify(params)}`,
+    );
+
+  test('create, append and tag writes reach all three searches; delete removes', async () => {
     const v = buildVcon({ subject: 'Quokka habitat', turns: ['Tell me about the quokka enclosure.'] });
-    await srv.api('/vcons', { method: 'POST', json: v });
+    await srv.api('/vcons?wait_for=search', { method: 'POST', json: v });
     for (const kind of KINDS) {
       expect((await search(kind, { q: 'quokka' })).body.results[0]?.uuid).toBe(v.uuid);
     }
@@ -235,13 +250,12 @@ describe('read-your-writes and deletion', () => {
     });
     expect(appended.status).toBe(201);
     for (const kind of KINDS) {
-      const r = await search(kind, { q: 'wombat burrow' });
-      expect(r.body.results[0]?.uuid).toBe(v.uuid);
+      const r = await found(kind, { q: 'wombat burrow' }, (x) => x.body.results[0]?.uuid === v.uuid);
       expect(r.body.results[0].matches).toContainEqual(expect.objectContaining({ source: 'dialog', index: 1 }));
     }
     expect((await srv.api(`/vcons/${v.uuid}/tags/zone`, { method: 'PUT', json: { value: 'outback' } })).status).toBe(200);
     for (const kind of KINDS) {
-      const r = await search(kind, { q: 'quokka', tags: JSON.stringify({ zone: 'outback' }) });
+      const r = await found(kind, { q: 'quokka', tags: JSON.stringify({ zone: 'outback' }) }, (x) => x.body.results.length > 0);
       expect(r.body.results.map((x: any) => x.uuid)).toEqual([v.uuid]);
     }
     expect((await srv.api(`/vcons/${v.uuid}`, { method: 'DELETE' })).status).toBe(200);

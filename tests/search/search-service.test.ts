@@ -241,14 +241,20 @@ describe('OpenAI-compatible provider', () => {
     );
     const v = buildVcon({ subject: 'Broken umbrella', turns: ['The umbrella frame snapped in the wind.'] });
     await services.vcons.create(v, internalCtx);
-    // Keyword search is immediate; the semantic side follows within the worker's polling interval.
-    expect((await services.search.content({ q: 'umbrella' }, internalCtx)).results).toHaveLength(1);
+    // A remote provider's rounds are the worker's (a search does not run them itself, and its catch-up
+    // is bounded): keyword and semantic results both follow the worker's round.
+    await waitFor(
+      async () => (await services.search.content({ q: 'umbrella' }, internalCtx)).results.length === 1,
+      60_000,
+      100,
+      'the worker to index the new vCon',
+    );
     const found = await waitFor(
       async () => {
         const uuids = (await services.search.semantic({ q: 'umbrella frame snapped' }, internalCtx)).results.map((r) => r.uuid);
         return uuids.length ? uuids : undefined;
       },
-      10_000,
+      60_000,
       100,
       'the embedding worker to embed the new vCon',
     );

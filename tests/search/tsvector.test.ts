@@ -33,6 +33,10 @@ import { buildVcon } from './builders.js';
 
 const configFor = (schema: string) => parseConfig({ DATABASE_URL: databaseUrl(), SUPABASE_DB_SCHEMA: schema, LOG_LEVEL: 'silent' });
 
+// Fixed seeds and counts: the same texts every run. The differential tests against PostgreSQL take
+// ~15 s alone and over a minute beside a second full run on 2 cores: a ceiling for a hang.
+const FUZZ_TIMEOUT_MS = 600_000;
+
 /** Random texts made of the pieces the default parser treats specially, joined with and without blanks. */
 function fuzzTexts(count: number, seed = 17): string[] {
   const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff) / 0x80000000;
@@ -287,14 +291,18 @@ describe('the tsvector made in the indexer', () => {
       select old.vcon_uuid::text as uuid from old full join vcon_search vs using (vcon_uuid) where vs.tsv is distinct from old.tsv`;
   }
 
-  test('random texts built from the parser’s special cases: every text made here is to_tsvector’s', async () => {
-    const texts = fuzzTexts(20000);
-    const { diff, taken } = await differences(texts, 'C');
-    expect(diff).toEqual([]);
-    // The fast path takes a good share and refuses the rest (not vacuous either way).
-    expect(taken).toBeGreaterThan(texts.length * 0.2);
-    expect(taken).toBeLessThan(texts.length * 0.9);
-  });
+  test(
+    'random texts built from the parser’s special cases: every text made here is to_tsvector’s',
+    async () => {
+      const texts = fuzzTexts(20000);
+      const { diff, taken } = await differences(texts, 'C');
+      expect(diff).toEqual([]);
+      // The fast path takes a good share and refuses the rest (not vacuous either way).
+      expect(taken).toBeGreaterThan(texts.length * 0.2);
+      expect(taken).toBeLessThan(texts.length * 0.9);
+    },
+    FUZZ_TIMEOUT_MS,
+  );
 
   test('real texts: fixtures and the bench corpus, per unit and joined; most are made here', async () => {
     const texts = await realTexts();
@@ -317,18 +325,22 @@ describe('the tsvector made in the indexer', () => {
     }
   });
 
-  test('random e-mail addresses and phone numbers: every text made here is to_tsvector’s', async () => {
-    const texts = contactTexts(20000);
-    const { diff, taken, made } = await differences(texts, 'B');
-    expect(diff).toEqual([]);
-    // A good share is made here, addresses and signed numbers among them, and the rest refused.
-    expect(taken).toBeGreaterThan(texts.length * 0.2);
-    expect(taken).toBeLessThan(texts.length * 0.9);
-    const madeHere = texts.filter((_, n) => made[n] !== null);
-    expect(madeHere.filter((x) => /[A-Z][^ ]*@|@[^ ]*[A-Z]/.test(x)).length).toBeGreaterThan(500);
-    expect(madeHere.filter((x) => /[+-]\d+-\d/.test(x)).length).toBeGreaterThan(500);
-    expect(madeHere.filter((x) => /mailto:[a-z]/i.test(x)).length).toBeGreaterThan(500);
-  });
+  test(
+    'random e-mail addresses and phone numbers: every text made here is to_tsvector’s',
+    async () => {
+      const texts = contactTexts(20000);
+      const { diff, taken, made } = await differences(texts, 'B');
+      expect(diff).toEqual([]);
+      // A good share is made here, addresses and signed numbers among them, and the rest refused.
+      expect(taken).toBeGreaterThan(texts.length * 0.2);
+      expect(taken).toBeLessThan(texts.length * 0.9);
+      const madeHere = texts.filter((_, n) => made[n] !== null);
+      expect(madeHere.filter((x) => /[A-Z][^ ]*@|@[^ ]*[A-Z]/.test(x)).length).toBeGreaterThan(500);
+      expect(madeHere.filter((x) => /[+-]\d+-\d/.test(x)).length).toBeGreaterThan(500);
+      expect(madeHere.filter((x) => /mailto:[a-z]/i.test(x)).length).toBeGreaterThan(500);
+    },
+    FUZZ_TIMEOUT_MS,
+  );
 
   test('a round of bench corpus vCons asks the database for no to_tsvector', async () => {
     const { services, indexer } = await indexing();
@@ -418,96 +430,104 @@ describe('the tsvector made in the indexer', () => {
     ]);
   });
 
-  test('four weights joined here and sent in binary by COPY: byte for byte ((A || B) || C) || D of to_tsvector', async () => {
-    const weights = ['A', 'B', 'C', 'D'] as const;
-    // Plain texts (some empty or all stop words), and lexemes repeated across weights past what || keeps.
-    const texts = [...fuzzTexts(4000, 7).filter((x) => plainTokens(x)), '', 'the a'];
-    const groups = Array.from({ length: 600 }, (_, i) => weights.map((_, k) => texts[(i * 7 + k * 13 + (i >> 3)) % texts.length]));
-    groups.push(['kettle '.repeat(60), 'agent', 'kettle '.repeat(200), 'tea'], ['kettle '.repeat(120), '', 'kettle '.repeat(140), 'tea']);
-    groups.push(['kettle '.repeat(100), 'tea', 'kettle '.repeat(100), 'tea kettle']);
-    // Lexemes sharing their first six characters and more, and prefixes of each other.
-    groups.push([
-      'internationalization internationally international intern interstate',
-      'Intern Internat',
-      'understandings understandable understand under undersea',
-      'customers customer custom customs customised customary',
-    ]);
-    // Many lexemes of one six-character prefix, first seen in reverse order (sorted as a long run).
-    const prefixed = Array.from({ length: 60 }, (_, i) => `interna${String.fromCharCode(97 + Math.floor(i / 26), 97 + (i % 26))}`);
-    groups.push([[...prefixed].reverse().join(' '), 'internal', prefixed.slice(10, 40).join(' '), [...prefixed].reverse().slice(0, 20).join(' ')]);
-    // More lexemes than the numeric sort keys index (2,048 over the four weights), half of them in two weights.
-    const many = Array.from(
-      { length: 1200 },
-      (_, i) => `b${String.fromCharCode(97 + (Math.floor(i / 26) % 26), 97 + (i % 26))}${'xyz'[Math.floor(i / 676)]}`,
-    );
-    groups.push([
-      many.slice(0, 600).join(' '),
-      many.slice(300, 900).join(' '),
-      many.slice(600, 1200).join(' '),
-      many.slice(900).concat(many.slice(0, 300)).join(' '),
-    ]);
-    const lexicon = createLexicon();
-    const unknown = new Set<string>();
-    for (const g of groups) g.forEach((x, k) => lexicon.tsvector(x, weights[k], unknown));
-    await teach(lexicon, unknown);
-    const joined = groups.map((g) => {
-      const parts = g.map((x, k) => lexicon.tsvector(x, weights[k], new Set()));
-      return parts.every((p) => p) ? joinTsvectors(parts as Tsv[]) : null;
-    });
-    // The capped ones are left to the database; most are joined here.
-    expect(joined.slice(-6, -4)).toEqual([null, null]);
-    expect(joined.slice(-4).every((j) => j !== null)).toBe(true);
-    expect(parseTsvector(joined[joined.length - 1]!).lexemes.length).toBeGreaterThan(1000);
-    const taken = joined.flatMap((j, n) => (j ? [n] : []));
-    // Sent in the stored order (bytewise, no lexeme twice): the database keeps the entries as sent,
-    // so the stored bytes are those || makes (a misordered input is sorted there, its data left as sent).
-    const misordered = taken.filter((n) => {
-      const l = parseTsvector(joined[n]!).lexemes.map((x) => Buffer.from(x));
-      return l.some((x, i) => i > 0 && Buffer.compare(l[i - 1], x) >= 0);
-    });
-    expect(misordered).toEqual([]);
-    expect(taken.length).toBeGreaterThan(groups.length * 0.5);
-    await t.sql`create table joined_tsv (n int4, tsv tsvector)`;
-    await copyBinary(
-      t.sql,
-      'joined_tsv',
-      [
-        ['n', 'int4'],
-        ['tsv', 'tsvector'],
-      ],
-      taken.map((n) => [n, joined[n]!]),
-    );
-    const col = (k: number) => taken.map((n) => groups[n][k]);
-    // Both stored, so both have the header a stored short value gets.
-    await t.sql`
+  test(
+    'four weights joined here and sent in binary by COPY: byte for byte ((A || B) || C) || D of to_tsvector',
+    async () => {
+      const weights = ['A', 'B', 'C', 'D'] as const;
+      // Plain texts (some empty or all stop words), and lexemes repeated across weights past what || keeps.
+      const texts = [...fuzzTexts(4000, 7).filter((x) => plainTokens(x)), '', 'the a'];
+      const groups = Array.from({ length: 600 }, (_, i) => weights.map((_, k) => texts[(i * 7 + k * 13 + (i >> 3)) % texts.length]));
+      groups.push(['kettle '.repeat(60), 'agent', 'kettle '.repeat(200), 'tea'], ['kettle '.repeat(120), '', 'kettle '.repeat(140), 'tea']);
+      groups.push(['kettle '.repeat(100), 'tea', 'kettle '.repeat(100), 'tea kettle']);
+      // Lexemes sharing their first six characters and more, and prefixes of each other.
+      groups.push([
+        'internationalization internationally international intern interstate',
+        'Intern Internat',
+        'understandings understandable understand under undersea',
+        'customers customer custom customs customised customary',
+      ]);
+      // Many lexemes of one six-character prefix, first seen in reverse order (sorted as a long run).
+      const prefixed = Array.from({ length: 60 }, (_, i) => `interna${String.fromCharCode(97 + Math.floor(i / 26), 97 + (i % 26))}`);
+      groups.push([[...prefixed].reverse().join(' '), 'internal', prefixed.slice(10, 40).join(' '), [...prefixed].reverse().slice(0, 20).join(' ')]);
+      // More lexemes than the numeric sort keys index (2,048 over the four weights), half of them in two weights.
+      const many = Array.from(
+        { length: 1200 },
+        (_, i) => `b${String.fromCharCode(97 + (Math.floor(i / 26) % 26), 97 + (i % 26))}${'xyz'[Math.floor(i / 676)]}`,
+      );
+      groups.push([
+        many.slice(0, 600).join(' '),
+        many.slice(300, 900).join(' '),
+        many.slice(600, 1200).join(' '),
+        many.slice(900).concat(many.slice(0, 300)).join(' '),
+      ]);
+      const lexicon = createLexicon();
+      const unknown = new Set<string>();
+      for (const g of groups) g.forEach((x, k) => lexicon.tsvector(x, weights[k], unknown));
+      await teach(lexicon, unknown);
+      const joined = groups.map((g) => {
+        const parts = g.map((x, k) => lexicon.tsvector(x, weights[k], new Set()));
+        return parts.every((p) => p) ? joinTsvectors(parts as Tsv[]) : null;
+      });
+      // The capped ones are left to the database; most are joined here.
+      expect(joined.slice(-6, -4)).toEqual([null, null]);
+      expect(joined.slice(-4).every((j) => j !== null)).toBe(true);
+      expect(parseTsvector(joined[joined.length - 1]!).lexemes.length).toBeGreaterThan(1000);
+      const taken = joined.flatMap((j, n) => (j ? [n] : []));
+      // Sent in the stored order (bytewise, no lexeme twice): the database keeps the entries as sent,
+      // so the stored bytes are those || makes (a misordered input is sorted there, its data left as sent).
+      const misordered = taken.filter((n) => {
+        const l = parseTsvector(joined[n]!).lexemes.map((x) => Buffer.from(x));
+        return l.some((x, i) => i > 0 && Buffer.compare(l[i - 1], x) >= 0);
+      });
+      expect(misordered).toEqual([]);
+      expect(taken.length).toBeGreaterThan(groups.length * 0.5);
+      await t.sql`create table joined_tsv (n int4, tsv tsvector)`;
+      await copyBinary(
+        t.sql,
+        'joined_tsv',
+        [
+          ['n', 'int4'],
+          ['tsv', 'tsvector'],
+        ],
+        taken.map((n) => [n, joined[n]!]),
+      );
+      const col = (k: number) => taken.map((n) => groups[n][k]);
+      // Both stored, so both have the header a stored short value gets.
+      await t.sql`
       create table want_tsv as
       select x.n, setweight(to_tsvector('english', x.a), 'A') || setweight(to_tsvector('english', x.b), 'B')
           || setweight(to_tsvector('english', x.c), 'C') || setweight(to_tsvector('english', x.d), 'D') as tsv
       from unnest(${taken}::int4[], ${col(0)}::text[], ${col(1)}::text[], ${col(2)}::text[], ${col(3)}::text[]) as x(n, a, b, c, d)`;
-    const diff = await t.sql<{ n: number }[]>`
+      const diff = await t.sql<{ n: number }[]>`
       select n from want_tsv w full join joined_tsv j using (n)
       where tsvectorsend(j.tsv) is distinct from tsvectorsend(w.tsv) or pg_column_size(j.tsv) is distinct from pg_column_size(w.tsv)
         or j.tsv is distinct from w.tsv`;
-    expect(diff).toEqual([]);
-  });
+      expect(diff).toEqual([]);
+    },
+    FUZZ_TIMEOUT_MS,
+  );
 
-  test('random vCons: each weight a random text, made here or by to_tsvector, joined as || joins them', async () => {
-    const { services, indexer } = await indexing();
-    const texts = fuzzTexts(1600, 99);
-    const docs = Array.from({ length: 400 }, (_, i) => {
-      const [a, b, c, d] = texts.slice(i * 4, i * 4 + 4);
-      // Some weights empty or all stop words: a part without positions shifts nothing.
-      return buildVcon({
-        ...(i % 5 === 1 ? {} : { subject: i % 7 === 2 ? 'the a' : a }),
-        parties: [{ name: b }, { name: i % 3 === 0 ? b : 'Agent' }],
-        turns: i % 11 === 3 ? [] : [d, c, d],
-        analysis: i % 4 === 0 ? [] : [{ type: 'summary', body: c, encoding: 'none' }],
+  test(
+    'random vCons: each weight a random text, made here or by to_tsvector, joined as || joins them',
+    async () => {
+      const { services, indexer } = await indexing();
+      const texts = fuzzTexts(1600, 99);
+      const docs = Array.from({ length: 400 }, (_, i) => {
+        const [a, b, c, d] = texts.slice(i * 4, i * 4 + 4);
+        // Some weights empty or all stop words: a part without positions shifts nothing.
+        return buildVcon({
+          ...(i % 5 === 1 ? {} : { subject: i % 7 === 2 ? 'the a' : a }),
+          parties: [{ name: b }, { name: i % 3 === 0 ? b : 'Agent' }],
+          turns: i % 11 === 3 ? [] : [d, c, d],
+          analysis: i % 4 === 0 ? [] : [{ type: 'summary', body: c, encoding: 'none' }],
+        });
       });
-    });
-    for (let i = 0; i < docs.length; i += 100) await services.vcons.batch(docs.slice(i, i + 100), internalCtx);
-    while ((await indexer.indexRound(100)) > 0);
-    expect(await changedTsvectors()).toEqual([]);
-  });
+      for (let i = 0; i < docs.length; i += 100) await services.vcons.batch(docs.slice(i, i + 100), internalCtx);
+      while ((await indexer.indexRound(100)) > 0);
+      expect(await changedTsvectors()).toEqual([]);
+    },
+    FUZZ_TIMEOUT_MS,
+  );
 
   test('stored rows equal the statement that wrote them before, fast path and to_tsvector mixed', async () => {
     const { services, indexer } = await indexing();

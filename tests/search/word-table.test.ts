@@ -178,5 +178,5 @@ describe('word-vector table read in place', () => {
     expect(results.map((r) => r.err.match(/build start/g)?.length ?? 0).reduce((a, b) => a + b, 0)).toBe(1);
     expect(readdirSync(cacheDir).filter((f) => f.endsWith('.lock') || f.endsWith('.tmp'))).toEqual([]);
     expect(existsSync(answers[0].file)).toBe(true);
-  }, 60_000);
+  });
 });

@@ -141,7 +141,7 @@ export async function startGroup(name: 'a' | 'b', shared: string, extra: number,
       body = JSON.stringify(init.json);
       headers.set('content-type', 'application/json');
     }
-    const res = await fetch(`${base}${path}`, { ...init, headers, body, signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(`${base}${path}`, { ...init, headers, body, signal: AbortSignal.timeout(30_000) });
     const text = await res.text();
     let parsed: unknown;
     try {

@@ -157,7 +157,7 @@ async function snapshot() {
   // Background indexing of what was written before changes search_units: compare settled states.
   await waitFor(
     async () => (await sql<{ n: number }[]>`select count(*)::int as n from index_queue`)[0].n === 0,
-    30_000,
+    120_000,
     50,
     'the index queue to drain',
   );
@@ -186,7 +186,7 @@ describe('hostile input', () => {
           method: r.method,
           body: r.body,
           headers: { authorization: 'Bearer test-key-rw', ...r.headers },
-          signal: AbortSignal.timeout(10_000),
+          signal: AbortSignal.timeout(30_000),
         });
         const text = await res.text();
         let body: any;
@@ -207,5 +207,7 @@ describe('hostile input', () => {
     expect(failures, failures.slice(0, 10).join('\n')).toEqual([]);
     expect(await snapshot()).toEqual(before);
     expect((await s.api('/health', { key: null })).status).toBe(200);
-  }, 120_000);
+    // A fixed seed and count (40 samples, over 1,000 requests): minutes beside a second full run on
+    // 2 cores. A ceiling for a hang, not a speed bound.
+  }, 600_000);
 });

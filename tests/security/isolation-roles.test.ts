@@ -26,7 +26,7 @@ beforeAll(async () => {
   } finally {
     await admin.end();
   }
-}, 60_000);
+});
 
 afterAll(async () => {
   await dropProvisioned(Object.values(ws?.schemas ?? {}));

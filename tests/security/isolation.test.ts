@@ -19,7 +19,7 @@ let b: Group;
 beforeAll(async () => {
   // Different sizes on purpose: every figure of one group differs from the other's.
   [a, b] = await Promise.all([startGroup('a', SHARED, 2, 0), startGroup('b', SHARED, 4, 2)]);
-}, 60_000);
+});
 afterAll(async () => {
   await Promise.all([stopGroup(a), stopGroup(b)]);
 });
@@ -289,7 +289,7 @@ async function snapshot(g: Group) {
   try {
     // The group's own background indexing changes its index tables: compare settled states.
     const queued = async () => (await admin.unsafe(`select count(*)::int as n from "${g.schema}".index_queue`))[0].n as number;
-    await waitFor(async () => (await queued()) === 0, 30_000, 50, `${g.schema}'s index queue to drain`);
+    await waitFor(async () => (await queued()) === 0, 60_000, 50, `${g.schema}'s index queue to drain`);
     const tables = await admin<{ table_name: string }[]>`
       select table_name from information_schema.columns
       where table_schema = ${g.schema} and column_name = 'vcon_uuid' order by table_name`;

@@ -6,6 +6,7 @@ import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdmission } from '../../src/services/admission.js';
 import { createAdmissionGate } from '../../src/http/admission.js';
+import { waitFor } from '../helpers/poll.js';
 
 describe('admission gate', () => {
   const admission = createAdmission({ limit: 1, maxWaitMs: 10_000 });
@@ -31,17 +32,17 @@ describe('admission gate', () => {
 
   it('a request abandoned while queued releases its turn once granted', async () => {
     const slow = get('/slow');
-    while (!hold) await new Promise((r) => setTimeout(r, 5));
+    const release = await waitFor(() => hold, 60_000, 5, '/slow to hold its turn');
     // Queued behind /slow, then abandoned by its client.
     const abandoned = httpRequest({ port, host: '127.0.0.1', path: '/fast' });
     abandoned.on('error', () => undefined);
     abandoned.end();
-    while (admission.stats().waiting < 1) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => admission.stats().waiting >= 1, 60_000, 5, '/fast to queue');
     abandoned.destroy();
     // The server has seen the client go (its 'close' fired while the request was still queued).
-    for (const deadline = Date.now() + 5_000; closedSockets < 1 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => closedSockets >= 1, 60_000, 5, 'the server to see the client go');
     expect(closedSockets).toBe(1);
-    hold();
+    release();
     expect(await slow).toBe('slow');
     // The pool has its one turn back: the next request is served, not held until database_busy.
     expect(await get('/fast')).toBe('fast');

@@ -153,7 +153,10 @@ function fuzzTexts(count: number): string[] {
   return Array.from({ length: count }, () => Array.from({ length: 1 + rnd(40) }, () => parts[rnd(parts.length)]).join(''));
 }
 
-describe('fast embedder equals the reference', () => {
+// Fixed seeds and counts: the same inputs every run, compared with the reference implementation.
+// Alone a test takes seconds to half a minute; beside a second full run on 2 cores, minutes: the
+// timeout is a ceiling for a hang, not a speed bound.
+describe('fast embedder equals the reference', { timeout: 600_000 }, () => {
   let wv: WordVectors;
   let texts: string[];
   beforeAll(async () => {

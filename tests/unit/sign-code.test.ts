@@ -33,7 +33,10 @@ function reference(v: Float32Array): string {
 
 const toBits = (bytes: Uint8Array) => Array.from(bytes, (x) => x.toString(2).padStart(8, '0')).join('');
 
-describe('the sign code', () => {
+// Fixed seeds and counts: the same inputs every run, compared with the reference implementation.
+// Alone a test takes seconds to half a minute; beside a second full run on 2 cores, minutes: the
+// timeout is a ceiling for a hang, not a speed bound.
+describe('the sign code', { timeout: 600_000 }, () => {
   it('is bit for bit the first implementation on dense, sparse and tiny vectors of several lengths', () => {
     let seed = 7;
     const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
