@@ -2,6 +2,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, EnvSchema, parseConfig, type Config, type EnvInput } from '../src/config.js';
+import { schemaNameConflict, userOfUrl } from '../src/db/roles.js';
 import { readEnvFile } from './env-files.js';
 import { UserError } from './errors.js';
 import type { LauncherEnvironment } from './environment.js';
@@ -104,6 +105,10 @@ export function loadGroup(name: string, envDir: string, launcher: Pick<LauncherE
     if (!(err instanceof ConfigError)) throw err;
     problems.push(...err.problems.map((p) => `${p.variable}: ${p.message}`));
   }
+  // A schema named like the URL's user (or postgres, or a launcher role) is "$user" on that role's
+  // default search_path: refused before anything connects (start and check also refuse any role's name).
+  const conflict = config && schemaNameConflict(config.db.schema, config.db.url ? userOfUrl(config.db.url) : 'postgres');
+  if (conflict) problems.push(`SUPABASE_DB_SCHEMA: schema ${config!.db.schema} cannot hold a group: ${conflict}; choose another name`);
   if (!config || problems.length) throw new GroupConfigError([{ subject: envFile, messages: problems }]);
   const databaseUrl = config.db.url;
   const unknownVariables = Object.keys(fileEnv).filter((k) => !KNOWN_VARIABLES.has(k));

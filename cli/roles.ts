@@ -2,20 +2,31 @@
 // least-privileged role (src/db/roles.ts) with the admin URL it was given, and only the launcher
 // ever uses that URL. When the URL's user may not create roles, groups share its identity and the
 // launcher says so.
+//
+// The admin connection only creates and realigns roles and gives each its schema; it never reads
+// or runs anything in a group's schema. Each group's migrations run over the group role's own
+// login, so whatever that role planted in its schema runs with the role's rights and no more.
 import { createSql } from '../src/db/client.js';
 import { migrate } from '../src/db/migrate.js';
 import { isDatabaseUnavailable } from '../src/domain/errors.js';
+import { LockWaitError } from '../src/db/advisory-lock.js';
 import {
   adminPowers,
+  currentDatabase,
   DEFAULT_ANALYZE_LIMITS,
   groupRoleNames,
   openAdmin,
   otherGroupSchemas,
   provisionGroupRoles,
+  roleExists,
+  RoleConflictError,
+  schemaNameConflict,
+  databaseOfUrl,
   userOfUrl,
   withCredentials,
   type AdminPowers,
 } from '../src/db/roles.js';
+import { ensureExtensions } from '../src/db/migrate.js';
 import { newPassword, type CredentialStore, type GroupCredentials } from './credentials.js';
 import type { Databases } from './database.js';
 import type { LauncherEnvironment } from './environment.js';
@@ -35,6 +46,8 @@ export interface GroupIdentity {
   role: string;
   /** role: its own least-privileged role; shared: the URL's user, as every other group on it. */
   isolation: 'role' | 'shared';
+  /** Migrations applied while preparing (as the group's role); undefined when the launcher did not migrate. */
+  applied?: string[];
 }
 
 /** Why a group cannot have its own role, or undefined when it can. */
@@ -45,10 +58,37 @@ function whyShared(spec: GroupSpec, powers: AdminPowers, launcher: Pick<Launcher
   return undefined;
 }
 
+/** The group's role names on the database its URL names (before any connection). */
+export function groupRoleNamesOf(spec: GroupSpec, url: string) {
+  return groupRoleNames(databaseOfUrl(url), spec.config.db.schema);
+}
+
+/** Migrates a group's schema over the given URL (the group's own role's login). */
+export async function migrateAs(url: string, spec: GroupSpec, purpose: string): Promise<string[]> {
+  const sql = createSql({ url, schema: spec.config.db.schema, max: 1, applicationName: `vcon-launch-${purpose}-${spec.name}`.slice(0, 60) });
+  try {
+    return (await migrate(sql, spec.config.db.schema, { log: createNoteLog(false) })).applied;
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** Refuses a schema named like a role on the server (see schemaNameConflict). */
+export async function refuseRoleNamedSchema(admin: Parameters<typeof roleExists>[0], spec: GroupSpec, powers: AdminPowers): Promise<void> {
+  const schema = spec.config.db.schema;
+  const why =
+    schemaNameConflict(schema, powers.user) ?? ((await roleExists(admin, schema)) ? 'a role of that name exists on this server' : undefined);
+  if (why) {
+    throw new UserError(
+      `group ${spec.name}: schema ${schema} cannot hold a group: ${why}, and a schema named like a role is "$user" on that role's default search_path; set SUPABASE_DB_SCHEMA to another name`,
+    );
+  }
+}
+
 /**
- * Migrates each group's schema as the admin and gives the group its roles (creating or realigning
- * them, passwords from the store), or decides it shares the URL's identity. Refuses a superuser
- * shared with other groups unless the operator opted in.
+ * Gives each group its roles (creating or realigning them over the admin connection, passwords
+ * from the store) and migrates its schema as that role, or decides it shares the URL's identity.
+ * Refuses a superuser shared with other groups unless the operator opted in.
  */
 export async function prepareIdentities(
   specs: GroupSpec[],
@@ -72,15 +112,21 @@ export async function prepareIdentities(
   await forEachBounded(specs, PREPARE_CONCURRENCY, async (spec) => {
     const schema = spec.config.db.schema;
     const adminUrl = databases.urlOf(spec);
-    const names = groupRoleNames(schema);
+    if (userOfUrl(adminUrl) === `vcon_${schema}`) {
+      throw new UserError(
+        `group ${spec.name} connects as vcon_${schema}, the role name an older vcon-launch gave it; the launcher now names it ${groupRoleNamesOf(spec, adminUrl).role}: ` +
+          `run vcon-launch provision --group ${spec.name} --admin-url postgres://ADMIN@HOST/DB (a role that may create roles) to give the group its new role`,
+      );
+    }
     // `vcon-launch provision` already put the group's own role in its env file.
-    if (userOfUrl(adminUrl) === names.role) {
-      ready(spec, { env: { DATABASE_URL: adminUrl }, role: names.role, isolation: 'role' });
+    if (userOfUrl(adminUrl) === groupRoleNamesOf(spec, adminUrl).role) {
+      ready(spec, { env: { DATABASE_URL: adminUrl }, role: userOfUrl(adminUrl), isolation: 'role' });
       return;
     }
     const admin = openAdmin(adminUrl);
     try {
       const powers = await adminPowers(admin);
+      await refuseRoleNamedSchema(admin, spec, powers);
       const why = whyShared(spec, powers, opts.launcher);
       if (why) {
         if (powers.superuser && !opts.launcher.allowSharedSuperuser) {
@@ -103,12 +149,7 @@ export async function prepareIdentities(
         ready(spec, { env: { DATABASE_URL: adminUrl }, role: powers.user, isolation: 'shared' });
         return;
       }
-      const pinned = createSql({ url: adminUrl, schema, max: 1, applicationName: `vcon-launch-migrate-${spec.name}`.slice(0, 60) });
-      try {
-        await migrate(pinned, schema, { log: createNoteLog(false) });
-      } finally {
-        await pinned.end({ timeout: 5 });
-      }
+      const names = groupRoleNames(await currentDatabase(admin), schema);
       let creds = opts.store.get(spec.name);
       if (!creds || creds.schema !== schema || creds.role !== names.role || creds.analyze_role !== names.analyzeRole || opts.rotate) {
         creds = {
@@ -119,6 +160,8 @@ export async function prepareIdentities(
           analyze_password: newPassword(),
         } satisfies GroupCredentials;
       }
+      // The shared extensions are the admin's (the group roles may not create them).
+      await ensureExtensions(admin, createNoteLog(false));
       // Stored before PostgreSQL learns it: a crash in between leaves a password we still know.
       opts.store.save(spec.name, creds);
       const outcome = await provisionGroupRoles(admin, {
@@ -133,15 +176,19 @@ export async function prepareIdentities(
       });
       if (!outcome.tempFileLimit && !opts.quiet)
         note(`group ${spec.name}: ${powers.user} is not a superuser, so analyze runs without temp_file_limit`);
+      const roleUrl = withCredentials(adminUrl, creds.role, creds.password);
+      // As the role itself, never the admin: the schema and all in it are the group's to shape.
+      const applied = await migrateAs(roleUrl, spec, 'migrate');
       const env: Record<string, string> = { ANALYZE_DATABASE_USER: creds.analyze_role, ANALYZE_DATABASE_PASSWORD: creds.analyze_password };
       // A detached child joins the embedded cluster itself (its port is known only then).
       if (databases.isEmbedded(spec) && opts.detach) Object.assign(env, { DATABASE_USER: creds.role, DATABASE_PASSWORD: creds.password });
-      else env.DATABASE_URL = withCredentials(adminUrl, creds.role, creds.password);
-      ready(spec, { env, role: creds.role, isolation: 'role' });
+      else env.DATABASE_URL = roleUrl;
+      ready(spec, { env, role: creds.role, isolation: 'role', applied });
     } catch (err) {
       const e = err as Error & { code?: string };
       if (isDatabaseUnavailable(e)) throw new UserError(`group ${spec.name}: cannot reach its database ${spec.databaseLabel}: ${e.message}`);
       if (e.code === '42501') throw new UserError(`group ${spec.name}: the database URL's user may not create roles or change owners (${e.message})`);
+      if (e instanceof RoleConflictError || e instanceof LockWaitError) throw new UserError(`group ${spec.name}: ${e.message}`);
       throw err;
     } finally {
       await admin.end({ timeout: 5 });

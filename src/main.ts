@@ -13,7 +13,8 @@ import { createSql, type Sql, type SqlOptions } from './db/client.js';
 import { applicationNameOf } from './db/server-limits.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
-import { withCredentials } from './db/roles.js';
+import { schemaIdentityProblem, withCredentials } from './db/roles.js';
+import { DatabaseIdentityError } from './domain/errors.js';
 import { createTransactor, createVconRepo } from './db/vcon-repo.js';
 import { createTagRepo } from './db/tag-repo.js';
 import { createDiscoveryRepo } from './db/discovery-repo.js';
@@ -77,12 +78,24 @@ export function createServices(
   const vcons = createVconService({ repo: createVconRepo(sql), transact, plugins, index: search.writes });
   search.start();
   // Requests take turns on the request pool: DB_POOL_MAX less the index thread's connection.
-  const admission = createAdmission({ limit: config.db.poolMax - (indexThread ? (indexThread.max ?? 1) : 0), maxWaitMs: config.db.queueTimeoutMs });
+  // Every request of REST and MCP takes a turn here: while the role no longer pins this
+  // instance's schema (found at /health), none is admitted, so nothing of another schema is served.
+  const identity: { problem: string | undefined } = { problem: undefined };
+  const admission = createAdmission({
+    limit: config.db.poolMax - (indexThread ? (indexThread.max ?? 1) : 0),
+    maxWaitMs: config.db.queueTimeoutMs,
+    refusal: () => (identity.problem ? new DatabaseIdentityError(identity.problem) : undefined),
+  });
   return {
     admission,
     health: createHealthService({
       // One round trip that also counts this instance's server connections (by application_name).
       ping: async () => {
+        const problem = await schemaIdentityProblem(sql, config.db.schema);
+        if (problem && problem !== identity.problem)
+          (log ?? searchLog).error({ problem }, "the database role does not pin this instance's schema; refusing requests");
+        identity.problem = problem;
+        if (problem) throw new DatabaseIdentityError(problem);
         const [r] = await sql<{ n: number; pending: number; lag_s: number; failing: number }[]>`
           select (select count(*)::int from pg_stat_activity
                    where datname = current_database() and application_name = current_setting('application_name')) as n,
@@ -226,6 +239,9 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       }
       throw err;
     });
+    // The role must own the schema its connections resolve to: never serve another schema's data.
+    const problem = await schemaIdentityProblem(sql, config.db.schema);
+    if (problem) throw new ConfigError([{ variable: 'DATABASE_URL', message: problem }]);
     const plugins = await loadPlugins(config.plugins, log);
     // The index thread: one connection of its own (counted with the pool's by application_name).
     services = createServices(sql, config, plugins, log, url, indexThreadConnections ? { ...poolOptions, max: indexThreadConnections } : undefined);

@@ -2,12 +2,22 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { EnvSchema } from '../../src/config.js';
-import { adminPowers, groupRoleNames, openAdmin, userOfUrl, type AdminPowers } from '../../src/db/roles.js';
+import {
+  adminPowers,
+  currentDatabase,
+  describeRoleConflict,
+  groupRoleNames,
+  openAdmin,
+  publicDatabaseGrants,
+  roleMarkers,
+  userOfUrl,
+  type AdminPowers,
+} from '../../src/db/roles.js';
 import { readEnvFile } from '../env-files.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
 import { UserError } from '../errors.js';
 import { findCollisions, GroupConfigError, loadGroup, resolveDir, SHARED_FILE, type GroupSpec } from '../groups.js';
-import { ROLES_VARIABLE } from '../roles.js';
+import { groupRoleNamesOf, ROLES_VARIABLE } from '../roles.js';
 import { addEnvDirFlag } from '../options.js';
 import { EMBEDDED_MAX_CONNECTIONS } from '../../src/db/embedded.js';
 import { applicationNameOf, readServerSnapshot, type ServerSnapshot } from '../../src/db/server-limits.js';
@@ -48,7 +58,7 @@ export async function checkEnvDir(envDir: string, launcher: Pick<LauncherEnviron
     });
   }
   const groups: GroupSpec[] = [];
-  const probes = new Map<string, Promise<AdminPowers | Error>>();
+  const probes = new Map<string, Promise<Probe | Error>>();
   for (const f of files.filter((f) => f !== SHARED_FILE)) {
     const name = f.slice(0, -'.env'.length);
     try {
@@ -58,8 +68,8 @@ export async function checkEnvDir(envDir: string, launcher: Pick<LauncherEnviron
       const identity = f === EXAMPLE_FILE ? undefined : await identityOf(spec, launcher, probes);
       results.push({
         subject: spec.envFile,
-        ok: true,
-        problems: [],
+        ok: !identity?.problems?.length,
+        problems: identity?.problems ?? [],
         warnings: [...spec.warnings, ...(identity?.warning ? [identity.warning] : [])],
         summary:
           f === EXAMPLE_FILE
@@ -72,48 +82,115 @@ export async function checkEnvDir(envDir: string, launcher: Pick<LauncherEnviron
     }
   }
   for (const c of findCollisions(groups)) results.push({ subject: c.subject, ok: false, problems: c.messages, warnings: [] });
+  results.push(...(await publicGrantWarnings(probes)));
   return results;
 }
 
+/** What `check` reads once per database URL: who the URL's user is, and the server's roles and grants. */
+interface Probe {
+  powers: AdminPowers;
+  database: string;
+  /** Every role on the server, with its comment (the launcher's marker on its own roles). */
+  markers: Map<string, string | null>;
+  /** Databases on which PUBLIC holds CONNECT or TEMPORARY. */
+  publicGrants: { database: string; privileges: string[] }[];
+  label: string;
+}
+
+async function probeDatabase(url: string, label: string): Promise<Probe | Error> {
+  const admin = openAdmin(url);
+  try {
+    const powers = await adminPowers(admin);
+    return {
+      powers,
+      database: await currentDatabase(admin),
+      markers: await roleMarkers(admin),
+      publicGrants: await publicDatabaseGrants(admin),
+      label,
+    };
+  } catch (err) {
+    return err as Error;
+  } finally {
+    await admin.end({ timeout: 2 });
+  }
+}
+
+/**
+ * PUBLIC's default CONNECT and TEMPORARY on a database reach every role, the groups' included:
+ * a group's role (or its leaked password) can connect there and create temporary tables, whatever
+ * the launcher grants or revokes on the role itself. The launcher leaves database-wide grants
+ * alone; `check` names the databases and the statements that take them away.
+ */
+async function publicGrantWarnings(probes: Map<string, Promise<Probe | Error>>): Promise<CheckResult[]> {
+  const servers = new Map<string, Probe>();
+  for (const p of await Promise.all(probes.values())) {
+    if (p instanceof Error || !p.powers.createRole || !p.publicGrants.length) continue;
+    servers.set(p.label.replace(/\/[^/]*$/, ''), p);
+  }
+  return [...servers].map(([server, p]) => ({
+    subject: `PostgreSQL server ${server}`,
+    ok: true,
+    problems: [],
+    warnings: [
+      `PUBLIC holds ${p.publicGrants.map((g) => `${g.privileges.join(' and ')} on database ${g.database}`).join(', ')}: ` +
+        'every role, each group role included, may connect to those databases and create temporary tables there. To take that away, run as a superuser: ' +
+        p.publicGrants.map((g) => `revoke connect, temporary on database ${quoteIdent(g.database)} from public;`).join(' ') +
+        ' then grant connect on database <db> to each other role that needs it (the launcher grants each group role CONNECT on its own database itself)',
+    ],
+  }));
+}
+
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
 /**
  * Who a group will connect as, the way `start` decides it: its own role when the database URL's
- * user may create roles (the embedded database always), otherwise the URL's user, shared.
+ * user may create roles (the embedded database always), otherwise the URL's user, shared. With a
+ * URL it also refuses what `start` would: a schema named like a role on the server, and a role
+ * under the group's names that is not the launcher's for this group.
  */
 async function identityOf(
   spec: GroupSpec,
   launcher: Pick<LauncherEnvironment, 'roles'>,
-  probes: Map<string, Promise<AdminPowers | Error>>,
-): Promise<{ summary: string; warning?: string }> {
-  const { role } = groupRoleNames(spec.config.db.schema);
+  probes: Map<string, Promise<Probe | Error>>,
+): Promise<{ summary: string; warning?: string; problems?: string[] }> {
+  const schema = spec.config.db.schema;
   const shared = (user: string, why: string) => ({
     summary: `connects as ${user} (shared)`,
     warning: `groups on this database share one identity (${why}): isolation rests on the application only`,
   });
-  if (!spec.databaseUrl) return launcher.roles ? { summary: `own role ${role}` } : shared('postgres', `${ROLES_VARIABLE}=off`);
+  // The embedded cluster's database is postgres (src/db/embedded.ts).
+  if (!spec.databaseUrl)
+    return launcher.roles ? { summary: `own role ${groupRoleNames('postgres', schema).role}` } : shared('postgres', `${ROLES_VARIABLE}=off`);
+  const { role } = groupRoleNamesOf(spec, spec.databaseUrl);
   const user = userOfUrl(spec.databaseUrl);
   if (user === role) return { summary: `own role ${role} (provisioned)` };
-  if (!launcher.roles) return shared(user, `${ROLES_VARIABLE}=off`);
+  if (user === `vcon_${schema}`) {
+    return {
+      summary: `role ${user} of an older vcon-launch`,
+      problems: [
+        `DATABASE_URL: connects as ${user}, the role name an older vcon-launch gave this group (now ${role}): run vcon-launch provision --group ${spec.name} --admin-url postgres://ADMIN@HOST/DB`,
+      ],
+    };
+  }
   const url = spec.databaseUrl;
-  if (!probes.has(url)) {
-    probes.set(
-      url,
-      (async () => {
-        const admin = openAdmin(url);
-        try {
-          return await adminPowers(admin);
-        } catch (err) {
-          return err as Error;
-        } finally {
-          await admin.end({ timeout: 2 });
-        }
-      })(),
+  if (!probes.has(url)) probes.set(url, probeDatabase(url, spec.databaseLabel));
+  const probe = await probes.get(url)!;
+  if (probe instanceof Error) {
+    if (!launcher.roles) return shared(user, `${ROLES_VARIABLE}=off`);
+    return { summary: `role unknown`, warning: `could not reach the database to tell whether ${user} may create roles: ${probe.message}` };
+  }
+  const problems: string[] = [];
+  if (probe.markers.has(schema)) {
+    problems.push(
+      `SUPABASE_DB_SCHEMA: schema ${schema} is the name of a role on this server; a schema named like a role is "$user" on that role's default search_path: choose another name`,
     );
   }
-  const powers = await probes.get(url)!;
-  if (powers instanceof Error)
-    return { summary: `role unknown`, warning: `could not reach the database to tell whether ${user} may create roles: ${powers.message}` };
-  if (!powers.createRole) return shared(user, `${user} may not create roles`);
-  return { summary: `own role ${role}` };
+  if (!launcher.roles) return { ...shared(user, `${ROLES_VARIABLE}=off`), problems };
+  if (!probe.powers.createRole) return { ...shared(user, `${user} may not create roles`), problems };
+  const names = groupRoleNames(probe.database, schema);
+  const conflict = describeRoleConflict(probe.markers, probe.database, schema, names);
+  if (conflict) problems.push(conflict);
+  return { summary: `own role ${names.role}`, problems };
 }
 
 /**

@@ -1,8 +1,18 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { createSql, type Sql } from '../../src/db/client.js';
-import { migrate } from '../../src/db/migrate.js';
-import { groupRoleNames, openAdmin, provisionGroupRoles, userOfUrl, withCredentials } from '../../src/db/roles.js';
+import type { Sql } from '../../src/db/client.js';
+import { LockWaitError } from '../../src/db/advisory-lock.js';
+import { ensureExtensions } from '../../src/db/migrate.js';
+import {
+  adminPowers,
+  currentDatabase,
+  groupRoleNames,
+  openAdmin,
+  provisionGroupRoles,
+  RoleConflictError,
+  userOfUrl,
+  withCredentials,
+} from '../../src/db/roles.js';
 import { newPassword } from '../credentials.js';
 import { readEnvFile, setEnvVariable } from '../env-files.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
@@ -10,6 +20,7 @@ import { UserError } from '../errors.js';
 import { loadGroups, resolveDir, selectGroupNames, SHARED_FILE, type GroupSpec } from '../groups.js';
 import { addGroupFlags, type GroupFlags } from '../options.js';
 import { createNoteLog, formatTable, note } from '../output.js';
+import { groupRoleNamesOf, migrateAs, refuseRoleNamedSchema } from '../roles.js';
 
 /** Options of `vcon-launch provision`. */
 export interface ProvisionOptions extends GroupFlags {
@@ -61,23 +72,24 @@ function pickAdminUrl(spec: GroupSpec, role: string, opts: ProvisionOptions, lau
   );
 }
 
-/** Migrates the group's schema as the admin, then gives it and everything in it to the group role. */
+/**
+ * Gives the group its roles and its schema (and everything in it) over the admin connection, then
+ * migrates the schema as the group's role: the admin runs nothing the schema holds.
+ */
 async function provisionOne(admin: Sql, adminUrl: string, spec: GroupSpec, passwords: { role: string; analyze: string }) {
   const schema = spec.config.db.schema;
-  const names = groupRoleNames(schema);
-  const pinned = createSql({ url: adminUrl, schema, max: 1, applicationName: `vcon-launch-provision-${spec.name}`.slice(0, 60) });
-  try {
-    await migrate(pinned, schema, { log: createNoteLog(false) });
-  } finally {
-    await pinned.end({ timeout: 5 });
-  }
+  await refuseRoleNamedSchema(admin, spec, await adminPowers(admin));
+  const names = groupRoleNames(await currentDatabase(admin), schema);
+  await ensureExtensions(admin, createNoteLog(false));
   const { action } = await provisionGroupRoles(admin, {
     schema,
     role: names.role,
     password: passwords.role,
     analyze: { role: names.analyzeRole, password: passwords.analyze },
   });
-  return { action, url: withCredentials(adminUrl, names.role, passwords.role), analyze: { user: names.analyzeRole, password: passwords.analyze } };
+  const url = withCredentials(adminUrl, names.role, passwords.role);
+  await migrateAs(url, spec, 'provision');
+  return { action, role: names.role, url, analyze: { user: names.analyzeRole, password: passwords.analyze } };
 }
 
 /** Provisions every selected group; writes (or only returns) each group's DATABASE_URL. */
@@ -87,8 +99,8 @@ export async function provisionGroups(opts: ProvisionOptions, launcher: Launcher
   const results: ProvisionResult[] = [];
   for (const spec of specs) {
     const schema = spec.config.db.schema;
-    const { role } = groupRoleNames(schema);
     if (schema === 'public') throw new UserError(`group ${spec.name} uses schema public, which cannot belong to one group; set SUPABASE_DB_SCHEMA`);
+    const { role } = groupRoleNamesOf(spec, spec.databaseUrl ?? launcher.databaseUrl ?? '');
     const adminUrl = pickAdminUrl(spec, role, opts, launcher, envDir);
     // Keep the current passwords when the group already connects as its role: re-running changes nothing.
     const passwords = { role: newPassword(), analyze: newPassword() };
@@ -98,11 +110,12 @@ export async function provisionGroups(opts: ProvisionOptions, launcher: Launcher
     }
     const admin = openAdmin(adminUrl);
     try {
-      const { action, url, analyze } = await provisionOne(admin, adminUrl, spec, passwords);
+      const { action, role: made, url, analyze } = await provisionOne(admin, adminUrl, spec, passwords);
       if (!opts.print) writeGroupCredentials(spec.envFile, url, analyze);
-      results.push({ group: spec.name, schema, role, action, databaseUrl: url, writtenTo: opts.print ? null : spec.envFile });
+      results.push({ group: spec.name, schema, role: made, action, databaseUrl: url, writtenTo: opts.print ? null : spec.envFile });
     } catch (err) {
       const e = err as Error & { code?: string };
+      if (e instanceof RoleConflictError || e instanceof LockWaitError) throw new UserError(`group ${spec.name}: ${e.message}`);
       if (e.code === '42501')
         throw new UserError(
           `group ${spec.name}: the admin connection may not create roles or change owners (${e.message}); use --admin-url with a superuser or CREATEROLE role`,

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { groupRoleNames, userOfUrl } from '../../src/db/roles.js';
+import { userOfUrl } from '../../src/db/roles.js';
 import { createCredentialStore } from '../credentials.js';
 import { openDatabases } from '../database.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
@@ -8,7 +8,7 @@ import { loadGroups, resolveDir, selectGroupNames } from '../groups.js';
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { formatTable, note } from '../output.js';
 import { createRegistry } from '../registry.js';
-import { prepareIdentities } from '../roles.js';
+import { groupRoleNamesOf, prepareIdentities } from '../roles.js';
 import { provisionGroups } from './provision.js';
 
 /** Options of `vcon-launch rotate`. */
@@ -32,7 +32,7 @@ export async function rotateGroups(opts: RotateOptions, launcher: LauncherEnviro
       `stop ${running.map((s) => s.name).join(', ')} first (vcon-launch stop --group NAME): a running group would lose its database connections`,
     );
   }
-  const inFile = specs.filter((s) => s.databaseUrl && userOfUrl(s.databaseUrl) === groupRoleNames(s.config.db.schema).role);
+  const inFile = specs.filter((s) => s.databaseUrl && userOfUrl(s.databaseUrl) === groupRoleNamesOf(s, s.databaseUrl).role);
   const out: { group: string; role: string; stored: string }[] = [];
   if (inFile.length) {
     const done = await provisionGroups({ ...opts, group: inFile.map((s) => s.name), all: false, rotate: true }, launcher);

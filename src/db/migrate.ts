@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { lockForTransaction, LockWaitError } from './advisory-lock.js';
 import { searchPathOf, type Sql, type TransactionSql } from './client.js';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -50,36 +51,48 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
 // Identifiers below come from validated config (SchemaName), never from a request.
 const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+/** How long a migration waits for a concurrent runner of the same schema (its advisory lock), at most (ms). */
+export const MIGRATE_LOCK_WAIT_MS = 60_000;
+
 /**
- * Creates the shared extensions once per database, in schema `extensions`, when the role may.
- * Serialised on a database-wide advisory lock because CREATE EXTENSION IF NOT EXISTS races.
+ * Creates the shared extensions once per database, in schema `extensions`, when the role may
+ * (the launcher's admin connection does it before any group migrates). Serialised on a
+ * database-wide advisory lock because CREATE EXTENSION IF NOT EXISTS races. Catalog names are
+ * qualified: the admin's search_path holds pg_catalog only.
  */
 export async function ensureExtensions(sql: Sql, log?: MigrationLog): Promise<{ pg_trgm: boolean }> {
-  const [present] = await sql<{ nspname: string }[]>`
-    select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'pg_trgm'`;
+  const trgmSchema = async (q: Sql | TransactionSql) =>
+    (
+      await q<{ nspname: string }[]>`
+        select n.nspname from pg_catalog.pg_extension e join pg_catalog.pg_namespace n on n.oid = e.extnamespace where e.extname = 'pg_trgm'`
+    )[0]?.nspname;
   // Nothing to do (and nothing to ask of a per-group role that may not create anything here).
-  if (present?.nspname === 'extensions') return { pg_trgm: true };
+  if ((await trgmSchema(sql)) === 'extensions') return { pg_trgm: true };
   try {
     await sql.begin(async (tx) => {
-      await tx`select pg_advisory_xact_lock(hashtext('vcon-launch:extensions'))`;
-      const [ns] = await tx`select 1 from pg_namespace where nspname = 'extensions'`;
+      await lockForTransaction(tx, 'vcon-launch:extensions');
+      const [ns] = await tx<{ owner_is_superuser: boolean; mine: boolean }[]>`
+        select r.rolsuper as owner_is_superuser, n.nspowner = (select oid from pg_catalog.pg_roles where rolname = current_user) as mine
+        from pg_catalog.pg_namespace n join pg_catalog.pg_roles r on r.oid = n.nspowner where n.nspname = 'extensions'`;
       if (!ns) {
         await tx`create schema extensions`;
         await tx`grant usage on schema extensions to public`;
+      } else if (!ns.owner_is_superuser && !ns.mine) {
+        // CREATE EXTENSION runs its script with the target schema first on the search_path: a
+        // schema someone else owns could hold objects that script would resolve to.
+        throw new Error('schema "extensions" belongs to another role; pg_trgm is not created there');
       }
-      const [row] = await tx<{ nspname: string }[]>`
-        select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'pg_trgm'`;
-      if (!row) await tx`create extension if not exists pg_trgm schema extensions`;
+      if (!(await trgmSchema(tx))) await tx`create extension if not exists pg_trgm schema extensions`;
     });
   } catch (err) {
+    if (err instanceof LockWaitError) throw err;
     log?.warn({ err: (err as Error).message }, 'extensions not created (missing privilege?); trigram indexes disabled');
   }
-  const [row] = await sql<{ nspname: string }[]>`
-    select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'pg_trgm'`;
-  if (row && row.nspname !== 'extensions') {
-    log?.warn({ schema: row.nspname }, 'pg_trgm is installed outside schema "extensions"; trigram indexes disabled');
+  const nspname = await trgmSchema(sql);
+  if (nspname && nspname !== 'extensions') {
+    log?.warn({ schema: nspname }, 'pg_trgm is installed outside schema "extensions"; trigram indexes disabled');
   }
-  return { pg_trgm: row?.nspname === 'extensions' };
+  return { pg_trgm: nspname === 'extensions' };
 }
 
 async function readApplied(tx: Sql, schema: string) {
@@ -197,8 +210,8 @@ async function migrateOnce(
     // Before the advisory lock: a pool's statement timeout (the instance's, for requests) would
     // otherwise end the wait for a concurrent runner's long migration with a raw 57014.
     await tx.unsafe('set local statement_timeout = 0');
-    await tx`select pg_advisory_xact_lock(hashtext(${'vcon-launch:migrate:' + schema}))`;
-    // After the advisory lock: a concurrent runner of this schema is waited for, however long it takes.
+    // Bounded: any role that can connect may take this well-known key; the error names the holder.
+    await lockForTransaction(tx, `vcon-launch:migrate:${schema}`, MIGRATE_LOCK_WAIT_MS);
     await tx.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
     const q = quoteIdent(schema);
     // Read pg_namespace after taking the lock: the query also flushes this connection's catalog

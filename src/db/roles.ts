@@ -1,8 +1,15 @@
 // Per-group PostgreSQL roles, created by the launcher over an admin connection: the group's role
 // owns its schema and nothing else; its analyze role may only SELECT the group's tables. With
 // them PostgreSQL itself keeps groups apart, whatever SQL reaches it.
+//
+// The admin connection never executes, reads or resolves anything a group's role owns or can
+// create: its search_path is pg_catalog (then pg_temp) only and every name it uses is qualified;
+// it reads only the system catalogs; its statements in a group's schema are catalog changes
+// (create/alter owner/grant/revoke, default privileges) that run no code of the schema. The
+// group's migrations run as the group's own role over its own login (cli/roles.ts).
 import { createHash } from 'node:crypto';
 import postgres from 'postgres';
+import { lockForTransaction } from './advisory-lock.js';
 import type { Sql } from './client.js';
 
 /** The two roles of one group. */
@@ -14,12 +21,49 @@ export interface GroupRoleNames {
 }
 
 const MAX_IDENT = 63;
+/** Room for the schema in a role name: vcon_<schema>_<8 hex>_ro fits 63 characters. */
+const SCHEMA_ROOM = MAX_IDENT - 'vcon_'.length - '_'.length - 8 - '_ro'.length;
 
-/** vcon_<schema> and vcon_<schema>_analyze, shortened with a hash when over PostgreSQL's 63 characters. */
-export function groupRoleNames(schema: string): GroupRoleNames {
-  const fit = (name: string) =>
-    name.length <= MAX_IDENT ? name : `${name.slice(0, MAX_IDENT - 9)}_${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
-  return { role: fit(`vcon_${schema}`), analyzeRole: fit(`vcon_${schema}_analyze`) };
+/**
+ * vcon_<schema>_<h> and vcon_<schema>_<h>_ro, h = 8 hex of sha256(database NUL schema), the schema
+ * shortened to fit 63 characters (the hash covers the whole). Roles are per server: the hash keeps
+ * one schema name on two databases apart, and a server role (ends in hex) never equals an analyze
+ * role (ends in _ro), whatever the schemas are called.
+ */
+export function groupRoleNames(database: string, schema: string): GroupRoleNames {
+  const h = createHash('sha256').update(`${database}\u0000${schema}`).digest('hex').slice(0, 8);
+  const base = `vcon_${schema.slice(0, SCHEMA_ROOM)}_${h}`;
+  return { role: base, analyzeRole: `${base}_ro` };
+}
+
+/** Names the launcher gives roles (a schema named like one is refused). */
+export const LAUNCHER_ROLE_NAME = /^vcon_[a-z0-9_]*_[0-9a-f]{8}(_ro)?$/;
+
+/** The marker COMMENT ON ROLE puts on each launcher role; provisioning alters only roles that carry the group's own. */
+export function roleMarker(database: string, schema: string, kind: 'server' | 'analyze'): string {
+  return `vcon-launch group role ${JSON.stringify({ database, schema, kind })}`;
+}
+
+/** The database a postgres URL names (postgres.js's default, the user's name, when it names none). */
+export function databaseOfUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return decodeURIComponent(u.pathname.replace(/^\//, '')) || decodeURIComponent(u.username) || 'postgres';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Why a schema name may not hold a group, or undefined: a name that is a role (`postgres`, the
+ * admin user, a launcher role) is "$user" in the default search_path of whoever logs in as that
+ * role, so objects its owner plants there would shadow built-ins for that role.
+ */
+export function schemaNameConflict(schema: string, adminUser?: string): string | undefined {
+  if (schema === 'postgres' || schema === adminUser)
+    return `it is the name of the database's ${schema === adminUser ? 'admin user' : 'default superuser'} role`;
+  if (LAUNCHER_ROLE_NAME.test(schema)) return 'it looks like a role name vcon-launch gives its roles (vcon_<schema>_<8 hex>)';
+  return undefined;
 }
 
 /** What the admin connection's user may do. */
@@ -42,21 +86,77 @@ export interface AnalyzeLimits {
 
 export const DEFAULT_ANALYZE_LIMITS: AnalyzeLimits = { statementTimeoutMs: 10_000, tempFileLimitKb: 64 * 1024, workMemKb: 4 * 1024, connections: 4 };
 
-/** A plain connection for the launcher's provisioning (no schema pinning). */
+/** The admin connection's search_path: built-ins only, the session's own temporary schema explicitly last. */
+export const ADMIN_SEARCH_PATH = 'pg_catalog, pg_temp';
+
+/**
+ * The launcher's provisioning connection. Its search_path is pinned at login to pg_catalog and
+ * pg_temp, so no schema a group controls (not even one named like the admin, which is "$user" in
+ * the default path) can shadow a function, operator or table the admin's statements name.
+ */
 export function openAdmin(url: string): Sql {
-  return postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10, connection: { application_name: 'vcon-launch-admin' } }) as unknown as Sql;
+  return postgres(url, {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: 10,
+    connection: { application_name: 'vcon-launch-admin', search_path: ADMIN_SEARCH_PATH },
+  }) as unknown as Sql;
 }
 
 export async function adminPowers(admin: Sql): Promise<AdminPowers> {
   const [r] = await admin<{ user: string; superuser: boolean; createrole: boolean }[]>`
-    select current_user as user, rolsuper as superuser, rolcreaterole as createrole from pg_roles where rolname = current_user`;
+    select current_user as user, rolsuper as superuser, rolcreaterole as createrole from pg_catalog.pg_roles where rolname = current_user`;
   return { user: r.user, superuser: r.superuser, createRole: r.superuser || r.createrole };
+}
+
+/** The database the admin connection is on. */
+export async function currentDatabase(admin: Sql): Promise<string> {
+  const [r] = await admin<{ db: string }[]>`select pg_catalog.current_database() as db`;
+  return r.db;
 }
 
 /** Whether a role exists (cluster-wide). */
 export async function roleExists(admin: Sql, role: string): Promise<boolean> {
-  const [r] = await admin`select 1 from pg_roles where rolname = ${role}`;
+  const [r] = await admin`select 1 from pg_catalog.pg_roles where rolname = ${role}`;
   return Boolean(r);
+}
+
+/** A role that exists under a launcher name but is not this group's (its marker differs): never altered. */
+export class RoleConflictError extends Error {
+  override name = 'RoleConflictError';
+}
+
+/** The comment (marker) of each of the named roles that exist (of every role, without names). */
+export async function roleMarkers(admin: Sql, roles?: string[]): Promise<Map<string, string | null>> {
+  const rows = await admin<{ rolname: string; marker: string | null }[]>`
+    select r.rolname, pg_catalog.shobj_description(r.oid, 'pg_authid') as marker
+    from pg_catalog.pg_roles r ${roles ? admin`where r.rolname = any(${roles})` : admin``}`;
+  return new Map(rows.map((r) => [r.rolname, r.marker]));
+}
+
+/**
+ * Why the group's roles may not be provisioned here, or undefined: a role that exists under one
+ * of its names without this group's marker belongs to someone else (another group, an operator).
+ * `markers`: the comment of each existing role by name.
+ */
+export function describeRoleConflict(
+  markers: Map<string, string | null>,
+  database: string,
+  schema: string,
+  names: { role: string; analyzeRole?: string },
+): string | undefined {
+  const wanted = [[names.role, 'server'] as const, ...(names.analyzeRole ? [[names.analyzeRole, 'analyze'] as const] : [])];
+  for (const [role, kind] of wanted) {
+    if (!markers.has(role)) continue;
+    const marker = markers.get(role);
+    if (marker === roleMarker(database, schema, kind)) continue;
+    return (
+      `role ${role} already exists on this server and is not the ${kind} role vcon-launch made for schema ${schema} on database ${database} ` +
+      `(its comment: ${marker ? JSON.stringify(marker) : 'none'}); the launcher never alters a role it did not make for this group: ` +
+      'drop or rename that role, or give the group another schema'
+    );
+  }
+  return undefined;
 }
 
 export interface ProvisionInput {
@@ -75,9 +175,12 @@ export interface ProvisionOutcome {
 }
 
 /**
- * Creates or realigns a group's roles. The schema must exist (migrate it first as the admin);
- * ownership of it and of everything in it moves to the group role. Idempotent; passwords are set
- * to the given ones.
+ * Creates or realigns a group's roles and gives the role its schema: creates the schema (owned by
+ * the role) when it is missing; an existing one (migrated by an older launcher as the admin) and
+ * everything in it that someone else owns is given to the role, judged by kind and owner from the
+ * catalog alone. Refuses (RoleConflictError) when a role of that name exists without this group's
+ * marker. Idempotent; passwords are set to the given ones. Runs nothing the schema holds: migrate
+ * it afterwards as the role.
  */
 export async function provisionGroupRoles(admin: Sql, input: ProvisionInput): Promise<ProvisionOutcome> {
   const { schema, role, password } = input;
@@ -88,85 +191,116 @@ export async function provisionGroupRoles(admin: Sql, input: ProvisionInput): Pr
     // One provisioning at a time per database: every run changes the same catalog rows (the
     // database's and schema public's ACLs), and concurrent GRANT/REVOKE on them fail with
     // "tuple concurrently updated".
-    await tx`select pg_advisory_xact_lock(hashtext('vcon-launch:provision'))`;
+    await lockForTransaction(tx, 'vcon-launch:provision');
+    const database = await currentDatabase(tx as unknown as Sql);
+    const names = { role, analyzeRole: input.analyze?.role };
+    const markers = await roleMarkers(tx as unknown as Sql, [role, ...(names.analyzeRole ? [names.analyzeRole] : [])]);
+    const conflict = describeRoleConflict(markers, database, schema, names);
+    if (conflict) throw new RoleConflictError(conflict);
     if (!(await roleExists(tx as unknown as Sql, role))) action = 'created';
     // Utility statements take no bind parameters: the values travel as settings and are quoted by
     // format() (%I identifiers, %L literals) inside the server.
-    await tx`select set_config('vcon.role', ${role}, true), set_config('vcon.password', ${password}, true), set_config('vcon.schema', ${schema}, true),
-                    set_config('vcon.analyze_role', ${input.analyze?.role ?? ''}, true), set_config('vcon.analyze_password', ${input.analyze?.password ?? ''}, true),
-                    set_config('vcon.analyze_connections', ${String(limits.connections)}, true)`;
+    await tx`select pg_catalog.set_config('vcon.role', ${role}, true), pg_catalog.set_config('vcon.password', ${password}, true),
+                    pg_catalog.set_config('vcon.schema', ${schema}, true),
+                    pg_catalog.set_config('vcon.marker', ${roleMarker(database, schema, 'server')}, true),
+                    pg_catalog.set_config('vcon.analyze_role', ${input.analyze?.role ?? ''}, true),
+                    pg_catalog.set_config('vcon.analyze_password', ${input.analyze?.password ?? ''}, true),
+                    pg_catalog.set_config('vcon.analyze_marker', ${roleMarker(database, schema, 'analyze')}, true),
+                    pg_catalog.set_config('vcon.analyze_connections', ${String(limits.connections)}, true)`;
+    // Every statement below is a catalog change: none reads a table, calls a function or builds an
+    // index of the group's schema, and names resolve in pg_catalog only (openAdmin's search_path).
     await tx`
       do $$
       declare
-        r text := current_setting('vcon.role');
-        s text := current_setting('vcon.schema');
-        a text := current_setting('vcon.analyze_role');
+        r text := pg_catalog.current_setting('vcon.role');
+        s text := pg_catalog.current_setting('vcon.schema');
+        a text := pg_catalog.current_setting('vcon.analyze_role');
+        super boolean := (select rolsuper from pg_catalog.pg_roles where rolname = current_user);
+        roid oid;
+        nsp oid;
         o record;
       begin
-        if not exists (select 1 from pg_roles where rolname = r) then
-          execute format('create role %I login password %L', r, current_setting('vcon.password'));
+        if not exists (select 1 from pg_catalog.pg_roles where rolname = r) then
+          execute pg_catalog.format('create role %I login password %L', r, pg_catalog.current_setting('vcon.password'));
         else
-          execute format('alter role %I login password %L', r, current_setting('vcon.password'));
+          execute pg_catalog.format('alter role %I login password %L', r, pg_catalog.current_setting('vcon.password'));
         end if;
-        execute format('alter role %I nosuperuser nocreatedb nocreaterole noinherit nobypassrls noreplication', r);
+        execute pg_catalog.format('comment on role %I is %L', r, pg_catalog.current_setting('vcon.marker'));
+        execute pg_catalog.format('alter role %I nosuperuser nocreatedb nocreaterole noinherit nobypassrls noreplication', r);
         -- A CREATEROLE admin (not superuser) may only give objects to roles it belongs to.
-        if not (select rolsuper from pg_roles where rolname = current_user) then
-          execute format('grant %I to current_user', r);
+        if not super then
+          execute pg_catalog.format('grant %I to current_user', r);
         end if;
-        execute format('alter schema %I owner to %I', s, r);
-        for o in
-          select c.relname, c.relkind from pg_class c
-          where c.relnamespace = s::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'f', 'S', 'c')
-            and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('a', 'i'))
-        loop
-          execute format('alter %s %I.%I owner to %I',
-            case o.relkind when 'v' then 'view' when 'm' then 'materialized view' when 'f' then 'foreign table'
-              when 'S' then 'sequence' when 'c' then 'type' else 'table' end, s, o.relname, r);
-        end loop;
-        for o in select p.oid::regprocedure as sig from pg_proc p where p.pronamespace = s::regnamespace loop
-          execute format('alter routine %s owner to %I', o.sig, r);
-        end loop;
-        for o in select t.typname from pg_type t where t.typnamespace = s::regnamespace and t.typtype in ('e', 'd', 'r', 'm') loop
-          execute format('alter type %I.%I owner to %I', s, o.typname, r);
-        end loop;
+        select oid into roid from pg_catalog.pg_roles where rolname = r;
+        select oid into nsp from pg_catalog.pg_namespace where nspname = s;
+        if nsp is null then
+          execute pg_catalog.format('create schema %I authorization %I', s, r);
+        else
+          -- A schema migrated by an older launcher as the admin: what someone else owns moves to the
+          -- role. ALTER ... OWNER runs none of the object's code; what the role owns is left alone.
+          if (select nspowner from pg_catalog.pg_namespace where oid = nsp) <> roid then
+            execute pg_catalog.format('alter schema %I owner to %I', s, r);
+          end if;
+          for o in
+            select c.relname, c.relkind from pg_catalog.pg_class c
+            where c.relnamespace = nsp and c.relowner <> roid and c.relkind in ('r', 'p', 'v', 'm', 'f', 'S', 'c')
+              and not exists (select 1 from pg_catalog.pg_depend d
+                              where d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass and d.objid = c.oid and d.deptype in ('a', 'i'))
+          loop
+            execute pg_catalog.format('alter %s %I.%I owner to %I',
+              case o.relkind when 'v' then 'view' when 'm' then 'materialized view' when 'f' then 'foreign table'
+                when 'S' then 'sequence' when 'c' then 'type' else 'table' end, s, o.relname, r);
+          end loop;
+          -- regprocedure prints the name schema-qualified (the schema is not on this search_path).
+          for o in select p.oid::pg_catalog.regprocedure as sig from pg_catalog.pg_proc p where p.pronamespace = nsp and p.proowner <> roid loop
+            execute pg_catalog.format('alter routine %s owner to %I', o.sig, r);
+          end loop;
+          for o in select t.typname from pg_catalog.pg_type t
+                   where t.typnamespace = nsp and t.typowner <> roid and t.typtype in ('e', 'd', 'r', 'm') loop
+            execute pg_catalog.format('alter type %I.%I owner to %I', s, o.typname, r);
+          end loop;
+        end if;
         -- CONNECT only: the server's migration runner creates nothing that already exists, so a
         -- group role needs no CREATE on the database (and so can't make new schemas).
-        execute format('grant connect on database %I to %I', current_database(), r);
-        execute format('revoke create on database %I from %I', current_database(), r);
+        execute pg_catalog.format('grant connect on database %I to %I', pg_catalog.current_database(), r);
+        execute pg_catalog.format('revoke create on database %I from %I', pg_catalog.current_database(), r);
         -- public: no objects of ours live there, and a group must not share a namespace with others.
-        execute format('revoke all on schema public from %I', r);
+        execute pg_catalog.format('revoke all on schema public from %I', r);
         revoke create, usage on schema public from public;
-        execute format('alter role %I set search_path to %I, extensions', r, s);
+        execute pg_catalog.format('alter role %I set search_path to %I, extensions', r, s);
 
         if a <> '' then
-          if not exists (select 1 from pg_roles where rolname = a) then
-            execute format('create role %I login password %L', a, current_setting('vcon.analyze_password'));
+          if not exists (select 1 from pg_catalog.pg_roles where rolname = a) then
+            execute pg_catalog.format('create role %I login password %L', a, pg_catalog.current_setting('vcon.analyze_password'));
           else
-            execute format('alter role %I login password %L', a, current_setting('vcon.analyze_password'));
+            execute pg_catalog.format('alter role %I login password %L', a, pg_catalog.current_setting('vcon.analyze_password'));
           end if;
-          execute format('alter role %I nosuperuser nocreatedb nocreaterole noinherit nobypassrls noreplication connection limit %s',
-            a, current_setting('vcon.analyze_connections')::int);
-          if not (select rolsuper from pg_roles where rolname = current_user) then
-            execute format('grant %I to current_user', a);
+          execute pg_catalog.format('comment on role %I is %L', a, pg_catalog.current_setting('vcon.analyze_marker'));
+          execute pg_catalog.format('alter role %I nosuperuser nocreatedb nocreaterole noinherit nobypassrls noreplication connection limit %s',
+            a, pg_catalog.current_setting('vcon.analyze_connections')::int);
+          if not super then
+            execute pg_catalog.format('grant %I to current_user', a);
           end if;
-          execute format('grant connect on database %I to %I', current_database(), a);
-          execute format('revoke create, temporary on database %I from %I', current_database(), a);
-          execute format('revoke all on schema public from %I', a);
-          -- Read-only on the group's own tables, and nothing else the grant system controls.
-          execute format('revoke all on all tables in schema %I from %I', s, a);
-          execute format('revoke all on all sequences in schema %I from %I', s, a);
-          execute format('revoke all on all functions in schema %I from %I', s, a);
-          execute format('grant usage on schema %I to %I', s, a);
-          execute format('grant select on all tables in schema %I to %I', s, a);
-          execute format('alter role %I set search_path to %I, extensions', a, s);
-          execute format('alter role %I set default_transaction_read_only to on', a);
+          execute pg_catalog.format('grant connect on database %I to %I', pg_catalog.current_database(), a);
+          execute pg_catalog.format('revoke create, temporary on database %I from %I', pg_catalog.current_database(), a);
+          execute pg_catalog.format('revoke all on schema public from %I', a);
+          -- Read-only on the group's own tables, and nothing else the grant system controls; tables
+          -- the role's migrations create later get SELECT through its default privileges.
+          execute pg_catalog.format('revoke all on all tables in schema %I from %I', s, a);
+          execute pg_catalog.format('revoke all on all sequences in schema %I from %I', s, a);
+          execute pg_catalog.format('revoke all on all functions in schema %I from %I', s, a);
+          execute pg_catalog.format('grant usage on schema %I to %I', s, a);
+          execute pg_catalog.format('grant select on all tables in schema %I to %I', s, a);
+          execute pg_catalog.format('alter default privileges for role %I in schema %I grant select on tables to %I', r, s, a);
+          execute pg_catalog.format('alter role %I set search_path to %I, extensions', a, s);
+          execute pg_catalog.format('alter role %I set default_transaction_read_only to on', a);
         end if;
       end $$`;
     if (input.analyze) {
       const a = input.analyze.role;
       // Role-level settings apply at login, before the statement could change them; ALTER ROLE
       // SET takes no parameters, so the values are integers we format ourselves.
-      const q = `"${a.replace(/"/g, '""')}"`;
+      const q = quoteIdent(a);
       await tx.unsafe(`alter role ${q} set statement_timeout to ${Math.trunc(limits.statementTimeoutMs)}`);
       await tx.unsafe(`alter role ${q} set lock_timeout to ${Math.min(Math.trunc(limits.statementTimeoutMs), 1000)}`);
       await tx.unsafe(`alter role ${q} set idle_in_transaction_session_timeout to ${Math.trunc(limits.statementTimeoutMs * 2)}`);
@@ -185,26 +319,35 @@ export async function provisionGroupRoles(admin: Sql, input: ProvisionInput): Pr
   return { action, tempFileLimit };
 }
 
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
 /** Changes a role's password (rotation). */
 export async function setRolePassword(admin: Sql, role: string, password: string): Promise<void> {
   await admin.begin(async (tx) => {
-    await tx`select set_config('vcon.role', ${role}, true), set_config('vcon.password', ${password}, true)`;
-    await tx`do $$ begin execute format('alter role %I password %L', current_setting('vcon.role'), current_setting('vcon.password')); end $$`;
+    await tx`select pg_catalog.set_config('vcon.role', ${role}, true), pg_catalog.set_config('vcon.password', ${password}, true)`;
+    await tx`do $$ begin execute pg_catalog.format('alter role %I password %L', pg_catalog.current_setting('vcon.role'), pg_catalog.current_setting('vcon.password')); end $$`;
   });
 }
 
-/** Drops a group's roles and everything they own in this database (teardown of tests and groups). */
+/**
+ * Drops a group's roles (those carrying its marker) and everything they own in this database
+ * (teardown of tests and groups).
+ */
 export async function dropGroupRoles(admin: Sql, schema: string): Promise<void> {
-  const { role, analyzeRole } = groupRoleNames(schema);
   // DROP OWNED rewrites the same shared ACL rows as provisioning: serialise on its lock, or a
   // concurrent provision (or drop) fails with 'tuple concurrently updated'.
   await admin.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(hashtext('vcon-launch:provision'))`;
-    for (const r of [analyzeRole, role]) {
-      if (!(await roleExists(tx as unknown as Sql, r))) continue;
-      const q = `"${r.replace(/"/g, '""')}"`;
-      await tx.unsafe(`drop owned by ${q} cascade`);
-      await tx.unsafe(`drop role ${q}`);
+    await lockForTransaction(tx, 'vcon-launch:provision');
+    const database = await currentDatabase(tx as unknown as Sql);
+    const { role, analyzeRole } = groupRoleNames(database, schema);
+    const markers = await roleMarkers(tx as unknown as Sql, [role, analyzeRole]);
+    for (const [r, kind] of [
+      [analyzeRole, 'analyze'],
+      [role, 'server'],
+    ] as const) {
+      if (markers.get(r) !== roleMarker(database, schema, kind)) continue;
+      await tx.unsafe(`drop owned by ${quoteIdent(r)} cascade`);
+      await tx.unsafe(`drop role ${quoteIdent(r)}`);
     }
   });
 }
@@ -230,6 +373,36 @@ export function userOfUrl(url: string): string {
 /** Other schemas of this database that hold a group (a migrated vcon-launch schema). */
 export async function otherGroupSchemas(admin: Sql, schema: string): Promise<string[]> {
   const rows = await admin<{ s: string }[]>`
-    select schemaname as s from pg_tables where tablename = 'schema_migrations' and schemaname <> ${schema} order by 1`;
+    select schemaname as s from pg_catalog.pg_tables where tablename = 'schema_migrations' and schemaname <> ${schema} order by 1`;
   return rows.map((r) => r.s);
+}
+
+/** Databases on which PUBLIC (every role, so every group's) holds CONNECT or TEMPORARY, with the privileges held. */
+export async function publicDatabaseGrants(admin: Sql): Promise<{ database: string; privileges: string[] }[]> {
+  const rows = await admin<{ database: string; privileges: string[] }[]>`
+    select d.datname as database,
+           pg_catalog.array_agg(distinct a.privilege_type order by a.privilege_type) as privileges
+    from pg_catalog.pg_database d
+    cross join lateral pg_catalog.aclexplode(coalesce(d.datacl, pg_catalog.acldefault('d', d.datdba))) a
+    where a.grantee = 0 and a.privilege_type in ('CONNECT', 'TEMPORARY') and d.datallowconn
+    group by d.datname order by d.datname`;
+  return rows;
+}
+
+/**
+ * What is wrong with who this pool is, or undefined: its names must resolve in the configured
+ * schema (behind PgBouncer the role's search_path pins it), and its user must own that schema (or
+ * be a superuser). Otherwise the role was changed under the running instance (another group's role,
+ * a search_path pointing elsewhere) and serving would read or write someone else's data.
+ */
+export async function schemaIdentityProblem(sql: Sql, schema: string): Promise<string | undefined> {
+  const [r] = await sql<{ user: string; current_schema: string | null; owns: boolean }[]>`
+    select current_user as user, pg_catalog.current_schema() as current_schema,
+           coalesce((select n.nspowner = u.oid or u.rolsuper from pg_catalog.pg_namespace n, pg_catalog.pg_roles u
+                     where n.nspname = ${schema} and u.rolname = current_user), false) as owns`;
+  if (r.current_schema !== schema) {
+    return `this instance's connections resolve names in schema ${r.current_schema ?? '(none)'}, not in its own schema ${schema}: role ${r.user}'s search_path no longer pins it`;
+  }
+  if (!r.owns) return `role ${r.user} does not own this instance's schema ${schema}`;
+  return undefined;
 }

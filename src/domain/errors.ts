@@ -174,6 +174,22 @@ export function isDatabaseCapacity(err: unknown): boolean {
 export const BUSY_RETRY_AFTER_S = 1;
 
 /**
+ * 503 database_identity: the instance's database role no longer pins its own schema (or no longer
+ * owns it), so it serves nothing until that is put right (vcon-launch start or provision).
+ */
+export class DatabaseIdentityError extends AppError {
+  constructor(message: string) {
+    super(
+      503,
+      'database_identity',
+      message,
+      undefined,
+      "restart the group with vcon-launch start (it realigns the group's role), or run vcon-launch provision",
+    );
+  }
+}
+
+/**
  * 503 database_busy: every pooled connection stayed in use for longer than the queue bound, or
  * PostgreSQL refused a connection for capacity. Distinct from database_unavailable (unreachable).
  */

@@ -11,6 +11,8 @@ export interface AdmissionOptions {
   maxWaitMs: number;
   /** Waiters beyond this are refused at once (memory bound under a flood). */
   maxQueue?: number;
+  /** While this returns an error, every request is refused with it (the instance must not serve). */
+  refusal?: () => Error | undefined;
 }
 
 export interface AdmissionStats {
@@ -64,6 +66,8 @@ export function createAdmission(opts: AdmissionOptions) {
         release();
       };
     };
+    const refused = opts.refusal?.();
+    if (refused) return Promise.reject(refused);
     if (active < opts.limit) {
       active++;
       return Promise.resolve(once());

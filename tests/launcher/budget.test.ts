@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import postgres from 'postgres';
 import { acquireEmbeddedPostgres, restartWithMaxConnections, type EmbeddedPostgres } from '../../src/db/embedded.js';
-import { groupRoleNames } from '../../src/db/roles.js';
+import { databaseOfUrl, groupRoleNames } from '../../src/db/roles.js';
 import { api, createWorkspace, isAlive, waitFor, type Workspace } from './helpers.js';
 
 let dir: string;
@@ -92,7 +92,7 @@ describe('connection budget', () => {
       // The analyze role may open exactly what the budget counted for it.
       const limits = postgres(pg.url, { max: 1, onnotice: () => {} });
       try {
-        const roles = ['alpha', 'beta'].map((g) => groupRoleNames(ws.schemas[g]).analyzeRole);
+        const roles = ['alpha', 'beta'].map((g) => groupRoleNames(databaseOfUrl(pg.url), ws.schemas[g]).analyzeRole);
         const rows = await limits<{ rolconnlimit: number }[]>`select rolconnlimit from pg_roles where rolname in ${limits(roles)}`;
         expect(rows.map((r) => r.rolconnlimit)).toEqual([1, 1]);
       } finally {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa, type Options } from 'execa';
 import { packageRoot } from '../../src/paths.js';
-import { dropGroupRoles } from '../../src/db/roles.js';
+import { databaseOfUrl, dropGroupRoles, groupRoleNames, type GroupRoleNames } from '../../src/db/roles.js';
 import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
 
 export const CLI = path.join(packageRoot, 'dist', 'cli', 'index.js');
@@ -147,3 +147,6 @@ export async function dropProvisioned(schemas: string[]): Promise<void> {
     await admin.end();
   }
 }
+
+/** The roles the launcher gives a group with this schema on the test database. */
+export const roleNamesOf = (schema: string): GroupRoleNames => groupRoleNames(databaseOfUrl(databaseUrl()), schema);

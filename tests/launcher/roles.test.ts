@@ -7,7 +7,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { adminSql, databaseUrl } from '../helpers/db.js';
-import { cliEnv, createWorkspace, type Workspace } from './helpers.js';
+import { cliEnv, createWorkspace, roleNamesOf, type Workspace } from './helpers.js';
 
 /** The DATABASE_URL a running server process was given (Linux /proc). */
 const childEnv = (pid: number) =>
@@ -35,15 +35,15 @@ describe('per-group roles by default', () => {
     expect(r.exitCode, r.stderr).toBe(0);
     const st = JSON.parse((await ws.run(['status', '--json'])).stdout) as { group: string; role: string; pid: number; status: string }[];
     expect(st.map((s) => [s.group, s.role, s.status])).toEqual([
-      ['ra', `vcon_${ws.schemas.ra}`, 'healthy'],
-      ['rb', `vcon_${ws.schemas.rb}`, 'healthy'],
+      ['ra', roleNamesOf(ws.schemas.ra).role, 'healthy'],
+      ['rb', roleNamesOf(ws.schemas.rb).role, 'healthy'],
     ]);
     const admin = adminSql();
     try {
       for (const s of st) {
         const env = childEnv(s.pid);
         expect(new URL(env.DATABASE_URL).username).toBe(s.role);
-        expect(env.ANALYZE_DATABASE_USER).toBe(`vcon_${ws.schemas[s.group]}_analyze`);
+        expect(env.ANALYZE_DATABASE_USER).toBe(roleNamesOf(ws.schemas[s.group]).analyzeRole);
         expect(Object.values(env).join('\n')).not.toContain(databaseUrl());
         const [role] = await admin`select rolsuper, rolcreaterole, rolcreatedb, rolreplication from pg_roles where rolname = ${s.role}`;
         expect(role).toEqual({ rolsuper: false, rolcreaterole: false, rolcreatedb: false, rolreplication: false });
@@ -59,7 +59,7 @@ describe('per-group roles by default', () => {
     expect(statSync(creds).mode & 0o077).toBe(0);
     expect(statSync(path.dirname(creds)).mode & 0o077).toBe(0);
     expect(JSON.parse(readFileSync(creds, 'utf8'))).toMatchObject({
-      role: `vcon_${ws.schemas.ra}`,
+      role: roleNamesOf(ws.schemas.ra).role,
       password: expect.stringMatching(/^[0-9a-f]{48}$/),
     });
   });

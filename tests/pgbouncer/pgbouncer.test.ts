@@ -8,7 +8,7 @@ import postgres from 'postgres';
 import { migrate } from '../../src/db/migrate.js';
 import { createSql, type Sql } from '../../src/db/client.js';
 import { createSearchRepo, type RankedTerm } from '../../src/db/search-repo.js';
-import { dropGroupRoles, groupRoleNames, provisionGroupRoles } from '../../src/db/roles.js';
+import { databaseOfUrl, dropGroupRoles, groupRoleNames, provisionGroupRoles } from '../../src/db/roles.js';
 import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/poll.js';
@@ -51,7 +51,7 @@ beforeAll(async () => {
       const pinned = createSql({ url: databaseUrl(), schema, max: 1 });
       await migrate(pinned, schema);
       await pinned.end();
-      const { role, analyzeRole } = groupRoleNames(schema);
+      const { role, analyzeRole } = groupRoleNames(databaseOfUrl(databaseUrl()), schema);
       const password = randomBytes(12).toString('hex');
       const analyzePassword = randomBytes(12).toString('hex');
       await provisionGroupRoles(admin, { schema, role, password, analyze: { role: analyzeRole, password: analyzePassword } });

@@ -10,11 +10,11 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAnalyzeRepo } from '../../src/db/analyze-repo.js';
 import { adminSql, databaseUrl } from '../helpers/db.js';
-import { api, cliEnv, createWorkspace, KEY, type Workspace } from '../launcher/helpers.js';
+import { api, cliEnv, createWorkspace, KEY, roleNamesOf, type Workspace } from '../launcher/helpers.js';
 import { connectHttp, textOf, type HttpSession } from '../mcp/helpers.js';
 
 const MODES = [
-  { name: 'per-group roles (default)', env: {} as Record<string, string>, role: (schema: string) => `vcon_${schema}` },
+  { name: 'per-group roles (default)', env: {} as Record<string, string>, role: (schema: string) => roleNamesOf(schema).role },
   { name: 'one shared superuser (roles off)', env: { VCON_LAUNCH_ROLES: 'off', VCON_LAUNCH_ALLOW_SHARED_SUPERUSER: 'yes' }, role: () => 'postgres' },
 ];
 

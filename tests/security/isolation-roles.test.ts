@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { startInstance } from '../../src/main.js';
 import { adminSql } from '../helpers/db.js';
-import { createWorkspace, dropProvisioned, type Workspace } from '../launcher/helpers.js';
+import { createWorkspace, dropProvisioned, roleNamesOf, type Workspace } from '../launcher/helpers.js';
 
 const urlIn = (file: string) => /^DATABASE_URL=(.*)$/m.exec(readFileSync(file, 'utf8'))?.[1] ?? '';
 
@@ -44,7 +44,7 @@ describe('per-group roles', () => {
       const o = ws.schemas[other];
       try {
         const [who] = await sql`select current_user as u`;
-        expect(who.u).toBe(`vcon_${ws.schemas[self]}`);
+        expect(who.u).toBe(roleNamesOf(ws.schemas[self]).role);
         await expect(sql`select count(*) from vcons`).resolves.toHaveLength(1);
         for (const t of tables) {
           await expect(sql.unsafe(`select * from "${o}"."${t}" limit 1`), `${self} reads ${o}.${t}`).rejects.toMatchObject({ code: '42501' });
