@@ -44,6 +44,8 @@ const termQuery = (db: Db) => db`case when t.kind = 'word' then plainto_tsquery(
 export interface KeywordRow {
   uuid: string;
   score: number;
+  /** The share of the query's weight (idf) in the terms this vCon holds: 1 when it holds every term. */
+  cover: number;
 }
 
 export interface MatchRow {
@@ -251,11 +253,14 @@ export function createSearchRepo(db: Db) {
           order by c.vcon_uuid
         ),
         req as (
-          select string_agg(case when kind = 'not' then '!(' || q::text || ')' else '(' || q::text || ')' end, ' & ')::tsquery as q
-          from t where kind in ('phrase', 'not')
+          select (
+            select string_agg(case when kind = 'not' then '!(' || q::text || ')' else '(' || q::text || ')' end, ' & ')::tsquery
+            from t where kind in ('phrase', 'not')
+          ) as q, (select sum(idf) from pos) as idf
         )
         select c.vcon_uuid::text as uuid,
-          (select sum(pos.idf * ts_rank(${FIELD_WEIGHTS}::float4[], c.tsv, pos.q, 0)) from pos where c.tsv @@ pos.q)::float8 as score
+          (select sum(pos.idf * ts_rank(${FIELD_WEIGHTS}::float4[], c.tsv, pos.q, 0)) from pos where c.tsv @@ pos.q)::float8 as score,
+          coalesce((select sum(pos.idf) from pos where c.tsv @@ pos.q) / nullif(req.idf, 0), 0)::float8 as cover
         from cand c, req
         where req.q is null or c.tsv @@ req.q
         order by score desc, c.vcon_uuid desc

@@ -9,7 +9,7 @@ import type { IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
 import { dot } from '../embeddings/text.js';
 import { createCodeCache } from './search-code-cache.js';
-import { CORRECTED_KEYWORD_WEIGHT, fuseRankings, KEYWORD_WEIGHT } from './search-fusion.js';
+import { classifyQuery, fuseRankings, keywordWeightOf } from './search-fusion.js';
 import { clipSnippet, windowSnippet } from './search-snippets.js';
 import { createKeywordRanker, type KeywordPlan } from './search-keyword.js';
 import { embeddableUnits } from './search-indexer.js';
@@ -391,8 +391,9 @@ export function createSearchService(deps: SearchServiceDeps) {
     },
 
     /**
-     * The keyword and semantic rankings fused by their scaled scores (search-fusion.ts), after an
-     * identifier query's exact hits (score 1); a corrected query is searched corrected on both sides.
+     * The keyword and semantic rankings fused by their scaled scores, weighted by what the query
+     * is (search-fusion.ts), after an identifier query's exact hits (score 1); a corrected query
+     * is searched corrected on both sides.
      */
     hybrid(raw: SearchInput, ctx: RequestCtx): Promise<SearchResponse> {
       return withHooks('hybrid', raw, ctx, async (q) => {
@@ -406,7 +407,9 @@ export function createSearchService(deps: SearchServiceDeps) {
         const p = await keyword.plan(q.q);
         const semantic = p.corrected_query ? semanticRanked({ ...q, q: p.corrected_query }, depth) : asTyped;
         const [kw, sem] = await Promise.all([keywordRanked(p, q, depth, 0), semantic]);
-        const ranked = withExactFirst(exact.uuids, fuseRankings(kw, sem, p.corrected_query ? CORRECTED_KEYWORD_WEIGHT : KEYWORD_WEIGHT));
+        const positive = p.terms.filter((t) => t.kind !== 'not').length;
+        const kind = classifyQuery(p.corrected_query !== null, positive, kw[0]?.cover);
+        const ranked = withExactFirst(exact.uuids, fuseRankings(kw, sem, keywordWeightOf(kind)));
         const page = ranked.slice(q.offset, q.offset + q.limit);
         const uuids = page.map((e) => e.uuid);
         const semHits = new Map(sem.map((h) => [h.uuid, h]));
