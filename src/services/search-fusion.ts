@@ -1,7 +1,8 @@
 // Fusion of the keyword and semantic rankings of hybrid search: a weighted sum of each side's
 // scaled scores, the weights chosen by what the query is (README "The three searches"):
-//   - keyword-like: the best keyword match holds every one of two or more query terms, or a word
-//     was corrected (a misspelt keyword query): keyword ranking serves these best, its side weighs 0.8;
+//   - keyword-like: the best keyword match holds every one of two or more query terms: keyword
+//     ranking serves these best, its side weighs 0.8;
+//   - misspelt: a word was corrected: the keyword side, which searched the corrected words, weighs 0.9;
 //   - descriptive (anything else, a paraphrase of the conversation): the semantic side weighs 0.7.
 // (An identifier query's exact hits come before either, search-service.ts.)
 // Measured on the development set, every shape (MRR, 70 queries): chat 0.677, call 0.674, email
@@ -12,8 +13,10 @@
 export const FUSION_DEPTH = 50;
 /** The keyword side's share of the fused score for a descriptive query. */
 export const DESCRIPTIVE_KEYWORD_WEIGHT = 0.3;
-/** Its share for a keyword-like or misspelt query. */
+/** Its share for a keyword-like query. */
 export const KEYWORD_LIKE_KEYWORD_WEIGHT = 0.8;
+/** Its share for a misspelt query: the keyword side has the corrected words, the semantic side the query's meaning only. */
+export const MISSPELT_KEYWORD_WEIGHT = 0.9;
 /** A query's terms the best keyword match must hold all of to make the query keyword-like. */
 export const KEYWORD_LIKE_MIN_TERMS = 2;
 
@@ -43,7 +46,8 @@ export function classifyQuery(corrected: boolean, terms: number, bestCover: numb
 }
 
 /** The keyword side's weight for a kind of query. */
-export const keywordWeightOf = (kind: QueryKind) => (kind === 'descriptive' ? DESCRIPTIVE_KEYWORD_WEIGHT : KEYWORD_LIKE_KEYWORD_WEIGHT);
+export const keywordWeightOf = (kind: QueryKind) =>
+  kind === 'descriptive' ? DESCRIPTIVE_KEYWORD_WEIGHT : kind === 'misspelt' ? MISSPELT_KEYWORD_WEIGHT : KEYWORD_LIKE_KEYWORD_WEIGHT;
 
 /**
  * Keyword scores scaled by the best one (0..1]: every keyword match adds to the fused score, in
