@@ -44,6 +44,8 @@ const termQuery = (db: Db) => db`case when t.kind = 'word' then plainto_tsquery(
 export interface KeywordRow {
   uuid: string;
   score: number;
+  /** The share of the query's weight (idf) in the terms this vCon holds: 1 when it holds every term. */
+  cover: number;
 }
 
 export interface MatchRow {
@@ -71,6 +73,9 @@ export interface UnitVector {
 
 /** The rare terms' vCons scored at most (their counts are estimates: a wrong one can't unbound the work). */
 const RARE_ROWS = 2_000;
+
+/** Digits of a phone number's end that the party index holds: the literal 7 of migration 0002 and identifierVcons. */
+export const PHONE_KEY_DIGITS = 7;
 
 /** Below this many vCons (by the planner's estimate) docCount counts them. */
 const EXACT_COUNT_BELOW = 20_000;
@@ -151,6 +156,38 @@ export function createSearchRepo(db: Db) {
       return rows.map((r) => ({ content: r.content, df: r.df ?? 0 }));
     },
 
+    /**
+     * vCons a party of which has this phone number, e-mail address, or whose uuid this is, most
+     * recent first. Phone numbers compare by their digits (leading zeros dropped, so a trunk prefix
+     * does not count), the one ending with the other: +1 (234) 567-8901 is 12345678901 and
+     * 2345678901; the index holds the last PHONE_KEY_DIGITS of each (migration 0002).
+     */
+    async identifierVcons(
+      id: { kind: 'phone' | 'email' | 'uuid'; text: string; digits?: string },
+      f: SearchFilters,
+      limit: number,
+    ): Promise<string[]> {
+      const filters = filterSql(f, 'vs.created_at', 'vs.vcon_uuid');
+      let holders;
+      if (id.kind === 'uuid') holders = db`select ${id.text}::uuid`;
+      else if (id.kind === 'email')
+        holders = db`select p.vcon_uuid from vcon_parties p where lower(p.mailto) in (${id.text}, ${`mailto:${id.text}`})`;
+      else {
+        const digits = id.digits ?? '';
+        holders = db`
+          select p.vcon_uuid from vcon_parties p
+          cross join lateral (select ltrim(regexp_replace(p.tel, '[^0-9]', '', 'g'), '0') as d) t
+          where right(regexp_replace(p.tel, '[^0-9]', '', 'g'), 7) = ${digits.slice(-PHONE_KEY_DIGITS)}
+            and (t.d = ${digits} or t.d like ${`%${digits}`} or ${digits} like '%' || t.d)`;
+      }
+      const rows = await db<{ uuid: string }[]>`
+        select vs.vcon_uuid::text as uuid from vcon_search vs
+        where vs.vcon_uuid in (${holders}) ${filters}
+        order by vs.created_at desc, vs.vcon_uuid desc
+        limit ${limit}`;
+      return rows.map((r) => r.uuid);
+    },
+
     /** Whether some vCon contains each word (a spelling suggestion is only taken if one does). */
     async present(words: string[]): Promise<boolean[]> {
       if (words.length === 0) return [];
@@ -216,11 +253,14 @@ export function createSearchRepo(db: Db) {
           order by c.vcon_uuid
         ),
         req as (
-          select string_agg(case when kind = 'not' then '!(' || q::text || ')' else '(' || q::text || ')' end, ' & ')::tsquery as q
-          from t where kind in ('phrase', 'not')
+          select (
+            select string_agg(case when kind = 'not' then '!(' || q::text || ')' else '(' || q::text || ')' end, ' & ')::tsquery
+            from t where kind in ('phrase', 'not')
+          ) as q, (select sum(idf) from pos) as idf
         )
         select c.vcon_uuid::text as uuid,
-          (select sum(pos.idf * ts_rank(${FIELD_WEIGHTS}::float4[], c.tsv, pos.q, 0)) from pos where c.tsv @@ pos.q)::float8 as score
+          (select sum(pos.idf * ts_rank(${FIELD_WEIGHTS}::float4[], c.tsv, pos.q, 0)) from pos where c.tsv @@ pos.q)::float8 as score,
+          coalesce((select sum(pos.idf) from pos where c.tsv @@ pos.q) / nullif(req.idf, 0), 0)::float8 as cover
         from cand c, req
         where req.q is null or c.tsv @@ req.q
         order by score desc, c.vcon_uuid desc

@@ -9,10 +9,11 @@ import type { IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
 import { dot } from '../embeddings/text.js';
 import { createCodeCache } from './search-code-cache.js';
-import { CORRECTED_KEYWORD_WEIGHT, fuseRankings, KEYWORD_WEIGHT } from './search-fusion.js';
+import { classifyQuery, fuseRankings, keywordWeightOf } from './search-fusion.js';
 import { clipSnippet, windowSnippet } from './search-snippets.js';
 import { createKeywordRanker, type KeywordPlan } from './search-keyword.js';
 import { embeddableUnits } from './search-indexer.js';
+import { detectIdentifier, type Identifier } from './search-identifier.js';
 
 export type SearchKind = 'content' | 'semantic' | 'hybrid';
 
@@ -193,7 +194,9 @@ export function createSearchService(deps: SearchServiceDeps) {
       hits.push(
         ...cands
           .map((c) => ({ uuid: c.uuid, score: dot(vec, c.vec), query: vec }))
-          .filter((h) => h.score >= q.threshold)
+          // No similarity is no result, whatever the threshold: a query the embedder has no word
+          // of (a phone number) embeds to nothing and would otherwise list every vCon at 0.
+          .filter((h) => h.score > 0 && h.score >= q.threshold)
           .sort((a, b) => b.score - a.score || (a.uuid < b.uuid ? 1 : -1)),
       );
       if (last) break;
@@ -281,6 +284,40 @@ export function createSearchService(deps: SearchServiceDeps) {
   /** BM25 sums grow with the query: scores are mapped to 0..1, order kept. */
   const unitScore = (s: number) => s / (1 + s);
 
+  /**
+   * The vCons an identifier query names, at most `depth`: those a party of which has the phone
+   * number or e-mail address, or whose uuid it is (most recent first), then those whose text holds
+   * it as written (a reference such as ORD-12345, an address or number in a transcript), by keyword
+   * score. `terms` find its matches (snippets).
+   */
+  async function exactHits(id: Identifier, q: SearchQuery, depth: number): Promise<{ uuids: string[]; terms: KeywordPlan['terms'] }> {
+    const forms = [...new Set([id.text, ...(id.digits ? [id.digits] : [])])];
+    const [holders, ...plans] = await Promise.all([
+      id.kind === 'reference' ? Promise.resolve([]) : repo.identifierVcons({ kind: id.kind, text: id.text, digits: id.digits }, q, depth),
+      ...forms.map((f) => keyword.plan(`"${f}"`)),
+    ]);
+    const texts = await Promise.all(plans.map((p) => keywordRanked(p, q, depth, 0)));
+    const uuids = [...new Set([...holders, ...texts.flat().map((r) => r.uuid)])].slice(0, depth);
+    return { uuids, terms: plans.flatMap((p) => p.terms) };
+  }
+
+  /** A ranking with the exact hits first (marked `exact`) and the rest after them, each once. */
+  function withExactFirst<T extends { uuid: string; score: number }>(exact: string[], ranked: T[]): (T & { exact?: boolean })[] {
+    if (exact.length === 0) return ranked;
+    const first = new Set(exact);
+    const byUuid = new Map(ranked.map((r) => [r.uuid, r]));
+    return [
+      ...exact.map((uuid) => ({ ...(byUuid.get(uuid) ?? ({ uuid, score: 1 } as T)), exact: true })),
+      ...ranked.filter((r) => !first.has(r.uuid)),
+    ];
+  }
+
+  /** An identifier query's exact hits, or none: every route puts them first. */
+  const exactFirst = (q: SearchQuery, depth: number) => {
+    const id = detectIdentifier(q.q);
+    return id ? exactHits(id, q, depth) : Promise.resolve({ uuids: [], terms: [] });
+  };
+
   return {
     /**
      * Ranked keyword search: vCons matching more of the query's words, and rarer ones, first;
@@ -288,44 +325,81 @@ export function createSearchService(deps: SearchServiceDeps) {
      */
     content(raw: SearchInput, ctx: RequestCtx): Promise<SearchResponse> {
       return withHooks('content', raw, ctx, async (q) => {
-        const p = await keyword.plan(q.q);
-        const rows = await keywordRanked(p, q, q.limit + 1, q.offset);
+        const want = q.offset + q.limit + 1;
+        const [p, exact] = await Promise.all([keyword.plan(q.q), exactFirst(q, want)]);
+        // An identifier's exact hits come first: the keyword ranking after them is read from the
+        // top, as deep as the page reaches past them.
+        const rows: { uuid: string; score: number; exact?: boolean }[] =
+          exact.uuids.length === 0
+            ? await keywordRanked(p, q, q.limit + 1, q.offset)
+            : withExactFirst(exact.uuids, await keywordRanked(p, q, want + exact.uuids.length, 0)).slice(q.offset);
         const page = rows.slice(0, q.limit);
         const uuids = page.map((r) => r.uuid);
-        const [meta, matchRows] = await Promise.all([info(uuids), repo.keywordMatches(p.terms, uuids, MATCHES_PER_RESULT)]);
+        const [meta, matchRows] = await Promise.all([info(uuids), repo.keywordMatches([...exact.terms, ...p.terms], uuids, MATCHES_PER_RESULT)]);
         const matches = keywordMatchMap(matchRows);
         const results = page.flatMap((r) => {
           const m = meta.get(r.uuid);
           return m
-            ? [{ uuid: r.uuid, subject: m.subject, created_at: m.created_at, score: unitScore(r.score), matches: matches.get(r.uuid) ?? [] }]
+            ? [
+                {
+                  uuid: r.uuid,
+                  subject: m.subject,
+                  created_at: m.created_at,
+                  score: r.exact ? 1 : unitScore(r.score),
+                  matches: matches.get(r.uuid) ?? [],
+                },
+              ]
             : [];
         });
         return { results, has_more: rows.length > q.limit, corrected_query: p.corrected_query };
       });
     },
 
-    /** Embedding similarity (cosine); `threshold` (0..1, default 0) drops weaker results. */
+    /**
+     * Embedding similarity (cosine); `threshold` (0..1, default DEFAULT_THRESHOLD) drops weaker
+     * results. An identifier query's exact hits come first (score 1).
+     */
     semantic(raw: SearchInput, ctx: RequestCtx): Promise<SearchResponse> {
       return withHooks('semantic', raw, ctx, async (q) => {
-        const ranked = await semanticRanked(q, q.offset + q.limit + 1);
+        const want = q.offset + q.limit + 1;
+        const exact = await exactFirst(q, want);
+        const ranked = withExactFirst(exact.uuids, await semanticRanked(q, want + exact.uuids.length));
         const page = ranked.slice(q.offset, q.offset + q.limit);
         const uuids = page.map((h) => h.uuid);
-        const [meta, matches] = await Promise.all([info(uuids), semanticMatches(q.q, page, q.threshold)]);
+        const [meta, matches, exactRows] = await Promise.all([
+          info(uuids),
+          semanticMatches(
+            q.q,
+            page.filter((h) => !h.exact),
+            q.threshold,
+          ),
+          repo.keywordMatches(
+            exact.terms,
+            page.filter((h) => h.exact).map((h) => h.uuid),
+            MATCHES_PER_RESULT,
+          ),
+        ]);
+        const exactMatches = keywordMatchMap(exactRows);
         const results = page.flatMap((h) => {
           const m = meta.get(h.uuid);
-          return m ? [{ uuid: h.uuid, subject: m.subject, created_at: m.created_at, score: h.score, matches: matches.get(h.uuid) ?? [] }] : [];
+          if (!m) return [];
+          const shown = (h.exact ? exactMatches : matches).get(h.uuid) ?? [];
+          return [{ uuid: h.uuid, subject: m.subject, created_at: m.created_at, score: h.exact ? 1 : h.score, matches: shown }];
         });
         return { results, has_more: ranked.length > q.offset + q.limit };
       });
     },
 
     /**
-     * The keyword and semantic rankings fused by their scaled scores (search-fusion.ts); a
-     * corrected query is searched corrected on both sides.
+     * The keyword and semantic rankings fused by their scaled scores, weighted by what the query
+     * is (search-fusion.ts), after an identifier query's exact hits (score 1); a corrected query
+     * is searched corrected on both sides.
      */
     hybrid(raw: SearchInput, ctx: RequestCtx): Promise<SearchResponse> {
       return withHooks('hybrid', raw, ctx, async (q) => {
-        const depth = Math.min(VECTOR_PAGING_CAP + 1, Math.max(100, 2 * (q.offset + q.limit + 1)));
+        const want = q.offset + q.limit + 1;
+        const exact = await exactFirst(q, want);
+        const depth = Math.min(VECTOR_PAGING_CAP + 1, Math.max(100, 2 * want)) + exact.uuids.length;
         // The semantic side starts at once with the query as typed (the keyword plan of a
         // first-time query takes a few ms); a corrected query is searched again corrected.
         const asTyped = semanticRanked(q, depth);
@@ -333,15 +407,17 @@ export function createSearchService(deps: SearchServiceDeps) {
         const p = await keyword.plan(q.q);
         const semantic = p.corrected_query ? semanticRanked({ ...q, q: p.corrected_query }, depth) : asTyped;
         const [kw, sem] = await Promise.all([keywordRanked(p, q, depth, 0), semantic]);
-        const ranked = fuseRankings(kw, sem, p.corrected_query ? CORRECTED_KEYWORD_WEIGHT : KEYWORD_WEIGHT);
+        const positive = p.terms.filter((t) => t.kind !== 'not').length;
+        const kind = classifyQuery(p.corrected_query !== null, positive, kw[0]?.cover);
+        const ranked = withExactFirst(exact.uuids, fuseRankings(kw, sem, keywordWeightOf(kind)));
         const page = ranked.slice(q.offset, q.offset + q.limit);
         const uuids = page.map((e) => e.uuid);
         const semHits = new Map(sem.map((h) => [h.uuid, h]));
         const [meta, kwRows, semMatches] = await Promise.all([
           info(uuids),
           repo.keywordMatches(
-            p.terms,
-            page.filter((e) => e.keyword_rank !== null).map((e) => e.uuid),
+            [...exact.terms, ...p.terms],
+            page.filter((e) => e.exact || e.keyword_rank !== null).map((e) => e.uuid),
             MATCHES_PER_RESULT,
           ),
           semanticMatches(
@@ -365,10 +441,10 @@ export function createSearchService(deps: SearchServiceDeps) {
               uuid: e.uuid,
               subject: m.subject,
               created_at: m.created_at,
-              score: e.score,
+              score: e.exact ? 1 : e.score,
               matches: list,
-              keyword_rank: e.keyword_rank,
-              semantic_rank: e.semantic_rank,
+              keyword_rank: e.keyword_rank ?? null,
+              semantic_rank: e.semantic_rank ?? null,
             },
           ];
         });
