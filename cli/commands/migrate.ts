@@ -7,6 +7,8 @@ import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../gro
 import { createCredentialStore } from '../credentials.js';
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { prepareIdentities } from '../roles.js';
+import { analyzeLimitsOf } from '../budget.js';
+import { createRegistry } from '../registry.js';
 import { createNoteLog, formatTable } from '../output.js';
 
 /** The outcome of `migrate` for one group. */
@@ -52,9 +54,11 @@ export async function migrateGroups(
     if (opts.status) return results;
     // Then each group's role, as `start` would make it (nothing serves here, so no superuser check).
     const migrated = specs.filter((s) => !results.find((r) => r.group === s.name)?.error);
+    const instancesDir = resolveDir(opts.instancesDir ?? 'instances');
     const identities = await prepareIdentities(migrated, databases, {
-      store: createCredentialStore(resolveDir(opts.instancesDir ?? 'instances')),
+      store: createCredentialStore(instancesDir),
       launcher: { roles: opts.launcher?.roles ?? true, allowSharedSuperuser: true },
+      analyzeConnectionsOf: await analyzeLimitsOf(migrated, { urlOf: (s) => databases.urlOf(s), running: createRegistry(instancesDir).list().live }),
     });
     return results.map((r) => ({ ...r, role: identities.get(r.group)?.role }));
   } finally {

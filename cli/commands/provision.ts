@@ -2,13 +2,15 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { createSql, type Sql } from '../../src/db/client.js';
 import { migrate } from '../../src/db/migrate.js';
-import { groupRoleNames, openAdmin, provisionGroupRoles, userOfUrl, withCredentials } from '../../src/db/roles.js';
+import { DEFAULT_ANALYZE_LIMITS, groupRoleNames, openAdmin, provisionGroupRoles, userOfUrl, withCredentials } from '../../src/db/roles.js';
+import { analyzeLimitsOf } from '../budget.js';
+import { createRegistry } from '../registry.js';
 import { newPassword } from '../credentials.js';
 import { readEnvFile, setEnvVariable } from '../env-files.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
 import { UserError } from '../errors.js';
 import { loadGroups, resolveDir, selectGroupNames, SHARED_FILE, type GroupSpec } from '../groups.js';
-import { addGroupFlags, type GroupFlags } from '../options.js';
+import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { createNoteLog, formatTable, note } from '../output.js';
 
 /** Options of `vcon-launch provision`. */
@@ -19,6 +21,8 @@ export interface ProvisionOptions extends GroupFlags {
   adminUrl?: string;
   /** New passwords even when the group already connects as its role. */
   rotate?: boolean;
+  /** The registry: running groups keep the analyze connections their start was handed. */
+  instancesDir?: string;
 }
 
 /** What `provision` did for one group. */
@@ -62,7 +66,7 @@ function pickAdminUrl(spec: GroupSpec, role: string, opts: ProvisionOptions, lau
 }
 
 /** Migrates the group's schema as the admin, then gives it and everything in it to the group role. */
-async function provisionOne(admin: Sql, adminUrl: string, spec: GroupSpec, passwords: { role: string; analyze: string }) {
+async function provisionOne(admin: Sql, adminUrl: string, spec: GroupSpec, passwords: { role: string; analyze: string }, analyzeConnections: number) {
   const schema = spec.config.db.schema;
   const names = groupRoleNames(schema);
   const pinned = createSql({ url: adminUrl, schema, max: 1, applicationName: `vcon-launch-provision-${spec.name}`.slice(0, 60) });
@@ -75,7 +79,7 @@ async function provisionOne(admin: Sql, adminUrl: string, spec: GroupSpec, passw
     schema,
     role: names.role,
     password: passwords.role,
-    analyze: { role: names.analyzeRole, password: passwords.analyze },
+    analyze: { role: names.analyzeRole, password: passwords.analyze, limits: { ...DEFAULT_ANALYZE_LIMITS, connections: analyzeConnections } },
   });
   return { action, url: withCredentials(adminUrl, names.role, passwords.role), analyze: { user: names.analyzeRole, password: passwords.analyze } };
 }
@@ -85,6 +89,7 @@ export async function provisionGroups(opts: ProvisionOptions, launcher: Launcher
   const envDir = resolveDir(opts.envDir);
   const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
   const results: ProvisionResult[] = [];
+  const analyzeConnectionsOf = await analyzeLimitsOf(specs, { running: createRegistry(resolveDir(opts.instancesDir ?? 'instances')).list().live });
   for (const spec of specs) {
     const schema = spec.config.db.schema;
     const { role } = groupRoleNames(schema);
@@ -98,7 +103,7 @@ export async function provisionGroups(opts: ProvisionOptions, launcher: Launcher
     }
     const admin = openAdmin(adminUrl);
     try {
-      const { action, url, analyze } = await provisionOne(admin, adminUrl, spec, passwords);
+      const { action, url, analyze } = await provisionOne(admin, adminUrl, spec, passwords, analyzeConnectionsOf(spec));
       if (!opts.print) writeGroupCredentials(spec.envFile, url, analyze);
       results.push({ group: spec.name, schema, role, action, databaseUrl: url, writtenTo: opts.print ? null : spec.envFile });
     } catch (err) {
@@ -123,6 +128,7 @@ export function registerProvision(program: Command): void {
     .option('--print', "print the DATABASE_URL instead of writing it into the group's env file")
     .option('--admin-url <url>', 'connect as this role to create the group roles (default: the group DATABASE_URL)');
   addGroupFlags(cmd);
+  addInstancesDirFlag(cmd);
   cmd.action(async (opts: ProvisionOptions) => {
     const results = await provisionGroups(opts, readLauncherEnvironment());
     process.stdout.write(

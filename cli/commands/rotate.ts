@@ -9,6 +9,7 @@ import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.
 import { formatTable, note } from '../output.js';
 import { createRegistry } from '../registry.js';
 import { prepareIdentities } from '../roles.js';
+import { analyzeLimitsOf } from '../budget.js';
 import { provisionGroups } from './provision.js';
 
 /** Options of `vcon-launch rotate`. */
@@ -43,7 +44,12 @@ export async function rotateGroups(opts: RotateOptions, launcher: LauncherEnviro
     const databases = await openDatabases(rest, { verbose: false });
     try {
       const store = createCredentialStore(registry.dir);
-      const identities = await prepareIdentities(rest, databases, { store, launcher: { ...launcher, allowSharedSuperuser: true }, rotate: true });
+      const identities = await prepareIdentities(rest, databases, {
+        store,
+        launcher: { ...launcher, allowSharedSuperuser: true },
+        rotate: true,
+        analyzeConnectionsOf: await analyzeLimitsOf(rest, { urlOf: (s) => databases.urlOf(s), running: registry.list().live }),
+      });
       for (const s of rest) {
         const id = identities.get(s.name)!;
         if (id.isolation !== 'role') throw new UserError(`group ${s.name} has no role of its own to rotate (it connects as ${id.role})`);
