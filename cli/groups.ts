@@ -24,6 +24,11 @@ export interface GroupSpec {
   databaseUrl: string | undefined;
   /** host:port/db (or embedded:<dir>): two groups on the same key share one database. */
   databaseKey: string;
+  /**
+   * host:port (or embedded:<dir> until the cluster runs): groups on the same key share one
+   * server's max_connections, whatever their database.
+   */
+  serverKey: string;
   /** For people and the registry: user@host:port/db, never the password. */
   databaseLabel: string;
   /** Valid but probably not what the operator meant (unknown variables, no API key, …). */
@@ -55,17 +60,24 @@ export function listGroupNames(envDir: string): string[] {
     .sort();
 }
 
-/** Parses a postgres URL into the key that identifies its database and a password-free label. */
-export function describeDatabase(url: string): { key: string; label: string } {
+/** Names of this machine's loopback interface: one server answers on all of them. */
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * Parses a postgres URL into the keys that identify its database and its server (host:port, the
+ * loopback's names taken as one), its database name and a password-free label.
+ */
+export function describeDatabase(url: string): { key: string; server: string; name: string; label: string } {
   try {
     const u = new URL(url);
     const host = (u.hostname || 'localhost').toLowerCase();
     const port = u.port || '5432';
     const user = decodeURIComponent(u.username) || 'postgres';
     const db = decodeURIComponent(u.pathname.replace(/^\//, '')) || user;
-    return { key: `${host}:${port}/${db}`, label: `${user}@${host}:${port}/${db}` };
+    const server = `${LOOPBACK.has(host) ? '127.0.0.1' : host}:${port}`;
+    return { key: `${host}:${port}/${db}`, server, name: db, label: `${user}@${host}:${port}/${db}` };
   } catch {
-    return { key: url, label: '(unparseable URL)' };
+    return { key: url, server: url, name: '', label: '(unparseable URL)' };
   }
 }
 
@@ -112,7 +124,9 @@ export function loadGroup(name: string, envDir: string, launcher: Pick<LauncherE
   if (!config || problems.length) throw new GroupConfigError([{ subject: envFile, messages: problems }]);
   const databaseUrl = config.db.url;
   const unknownVariables = Object.keys(fileEnv).filter((k) => !KNOWN_VARIABLES.has(k));
-  const db = databaseUrl ? describeDatabase(databaseUrl) : { key: `embedded:${config.dataDir}`, label: 'embedded' };
+  const db = databaseUrl
+    ? describeDatabase(databaseUrl)
+    : { key: `embedded:${config.dataDir}`, server: `embedded:${config.dataDir}`, label: 'embedded' };
   return {
     name,
     envFile,
@@ -120,6 +134,7 @@ export function loadGroup(name: string, envDir: string, launcher: Pick<LauncherE
     config,
     databaseUrl,
     databaseKey: db.key,
+    serverKey: db.server,
     databaseLabel: db.label,
     warnings: [
       ...unknownVariables.map((v) => `${v} is not a variable the server reads (typo?)`),

@@ -27,8 +27,10 @@ export interface RegistryEntry {
   log_file: string | null;
   /** The REST base path, so status and import can reach /health without the env file. */
   api_base_path: string;
-  /** host:port/db (or embedded:<dir>): which connection budget this group counts against. */
+  /** host:port/db (or embedded:<dir>): its database. */
   database_key?: string;
+  /** host:port of its PostgreSQL server (the embedded cluster's too): which connection budget it counts against. */
+  server_key?: string;
   /** The pool size it was handed (connections it may hold); absent in entries from older launchers. */
   db_pool?: number;
   /** Connected through PgBouncer: not counted against the server's max_connections. */

@@ -99,8 +99,8 @@ export async function prepareIdentities(
     detach?: boolean;
     rotate?: boolean;
     quiet?: boolean;
-    /** The analyze role's connection limit, from the connection budget (default: DEFAULT_ANALYZE_LIMITS). */
-    analyzeConnectionsOf?: (spec: GroupSpec) => number;
+    /** The analyze role's connection limit, from the connection budget (analyzeLimitsOf, or start's plan). */
+    analyzeConnectionsOf: (spec: GroupSpec) => number;
   },
 ): Promise<Map<string, GroupIdentity>> {
   const out = new Map<string, GroupIdentity>();
@@ -171,7 +171,7 @@ export async function prepareIdentities(
         analyze: {
           role: creds.analyze_role,
           password: creds.analyze_password,
-          limits: { ...DEFAULT_ANALYZE_LIMITS, connections: opts.analyzeConnectionsOf?.(spec) ?? DEFAULT_ANALYZE_LIMITS.connections },
+          limits: { ...DEFAULT_ANALYZE_LIMITS, connections: opts.analyzeConnectionsOf(spec) },
         },
       });
       if (!outcome.tempFileLimit && !opts.quiet)

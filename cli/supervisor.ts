@@ -21,6 +21,8 @@ export interface Slot {
   role: string;
   /** Connections of the group's analyze role in the budget (recorded on replica 1). */
   analyze?: number;
+  /** host:port of the server whose connection budget it counts against (the embedded cluster's resolved). */
+  serverKey?: string;
   child?: Child;
 }
 
@@ -36,12 +38,12 @@ export const slotKey = (slot: Pick<Slot, 'spec' | 'replica' | 'replicas'>) =>
 
 /** Builds the registry entry of a running child. */
 export function entryOf(
-  slot: Pick<Slot, 'spec' | 'replica' | 'replicas' | 'role' | 'env' | 'analyze'>,
+  slot: Pick<Slot, 'spec' | 'replica' | 'replicas' | 'role' | 'env' | 'analyze' | 'serverKey'>,
   child: Child,
   opts: { supervisorPid: number | null; logFile: string | null },
 ): RegistryEntry {
   const spec = slot.spec;
-  const pool = Number(slot.env.DB_POOL_MAX ?? spec.config.db.poolMax);
+  const pool = Number(slot.env.DB_POOL_MAX ?? spec.config.db.pool.size);
   return {
     group: spec.name,
     replica: slot.replica,
@@ -59,7 +61,8 @@ export function entryOf(
     log_file: opts.logFile,
     api_base_path: spec.config.rest.basePath,
     database_key: spec.databaseKey,
-    db_pool: Number.isInteger(pool) ? pool : spec.config.db.poolMax,
+    server_key: slot.serverKey ?? spec.serverKey,
+    db_pool: Number.isInteger(pool) ? pool : spec.config.db.pool.size,
     db_pooled: spec.config.db.pooler === 'pgbouncer',
     ...(slot.analyze !== undefined && slot.replica === 1 ? { db_analyze: slot.analyze } : {}),
   };

@@ -45,6 +45,34 @@ export const DEFAULT_POOL_MAX = 10;
  * DB_QUEUE_TIMEOUT_MS and got database_busy (density bench, 50 groups through PgBouncer: 5).
  */
 export const PGBOUNCER_POOL_MAX = 20;
+/**
+ * Connections of a group's analyze role when nothing sets DB_ANALYZE_CONNECTIONS: the CONNECTION
+ * LIMIT `provision` gives the role (the launcher sets the variable to the role's budgeted limit).
+ */
+export const DEFAULT_ANALYZE_CONNECTIONS = 4;
+
+/**
+ * How one process's database connections divide; computed here only, and shown by /health, the
+ * launcher's `check` and `status`. DB_POOL_MAX is the request pool plus the index thread's one
+ * connection (with a pool of one there is no thread: indexing takes turns on the request pool);
+ * analyze opens its own connections, one per call as the analyze role, beside DB_POOL_MAX.
+ */
+export interface PoolSplit {
+  /** DB_POOL_MAX: what the process's pools may hold together. */
+  size: number;
+  /** Connections requests take turns on. */
+  requests: number;
+  /** The index thread's connection (0 or 1). */
+  index: number;
+  /** The analyze role's connections (its CONNECTION LIMIT), outside `size`. */
+  analyze: number;
+}
+
+/** Splits a pool of `size` connections (see PoolSplit). */
+export function splitPool(size: number, analyze: number): PoolSplit {
+  const index = size >= 2 ? 1 : 0;
+  return { size, requests: size - index, index, analyze };
+}
 
 const int = (def: number, min: number, max: number) =>
   z
@@ -163,6 +191,7 @@ export const EnvSchema = z.object({
   ANALYZE_DATABASE_PASSWORD: optionalString,
   // -1: not set (DEFAULT_POOL_MAX, or PGBOUNCER_POOL_MAX behind PgBouncer).
   DB_POOL_MAX: int(-1, 1, 200),
+  DB_ANALYZE_CONNECTIONS: int(DEFAULT_ANALYZE_CONNECTIONS, 0, 200),
   DB_IDLE_TIMEOUT_S: int(5, 1, 3600),
   INDEX_THREAD_IDLE_S: int(30, 1, 3600),
   INDEX_THREAD_NICE: int(DEFAULT_INDEX_THREAD_NICE, 0, 19),
@@ -244,7 +273,8 @@ export interface Config {
     /** The role analyze connects as; undefined: the pool's own identity, on a fresh connection. */
     analyze: { user: string; password: string | undefined } | undefined;
     schema: string;
-    poolMax: number;
+    /** DB_POOL_MAX (size) and how it divides between requests and the index thread, with the analyze connections beside it. */
+    pool: PoolSplit;
     /** Seconds an unused pooled connection is kept before it is closed. */
     idleTimeoutS: number;
     /** Seconds the index thread may stay without work before it is retired (with its connection). */
@@ -308,6 +338,7 @@ export function parseConfig(env: EnvInput): Config {
       { variable: 'EMBEDDINGS_URL', message: 'the openai provider needs EMBEDDINGS_URL (or EMBEDDINGS_API_KEY for api.openai.com)' },
     ]);
   }
+  const poolMax = e.DB_POOL_MAX > 0 ? e.DB_POOL_MAX : e.DB_POOLER === 'pgbouncer' ? PGBOUNCER_POOL_MAX : DEFAULT_POOL_MAX;
   return {
     nodeEnv: e.NODE_ENV,
     production: e.NODE_ENV === 'production',
@@ -334,7 +365,7 @@ export function parseConfig(env: EnvInput): Config {
       password: e.DATABASE_PASSWORD,
       analyze: e.ANALYZE_DATABASE_USER ? { user: e.ANALYZE_DATABASE_USER, password: e.ANALYZE_DATABASE_PASSWORD } : undefined,
       schema: e.SUPABASE_DB_SCHEMA,
-      poolMax: e.DB_POOL_MAX > 0 ? e.DB_POOL_MAX : e.DB_POOLER === 'pgbouncer' ? PGBOUNCER_POOL_MAX : DEFAULT_POOL_MAX,
+      pool: splitPool(poolMax, e.DB_ANALYZE_CONNECTIONS),
       idleTimeoutS: e.DB_IDLE_TIMEOUT_S,
       indexThreadIdleS: e.INDEX_THREAD_IDLE_S,
       indexThreadNice: e.INDEX_THREAD_NICE,

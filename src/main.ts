@@ -10,7 +10,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { getBuildInfo } from './version.js';
 import { createSql, type Sql, type SqlOptions } from './db/client.js';
-import { applicationNameOf } from './db/server-limits.js';
+import { analyzeApplicationNameOf, applicationNameOf } from './db/server-limits.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.js';
 import { schemaIdentityProblem, withCredentials } from './db/roles.js';
@@ -77,12 +77,13 @@ export function createServices(
   const transact = createTransactor(sql);
   const vcons = createVconService({ repo: createVconRepo(sql), transact, plugins, index: search.writes });
   search.start();
-  // Requests take turns on the request pool: DB_POOL_MAX less the index thread's connection.
-  // Every request of REST and MCP takes a turn here: while the role no longer pins this
-  // instance's schema (found at /health), none is admitted, so nothing of another schema is served.
+  // Requests take turns on the request pool (config.db.pool); without a thread of its own the
+  // indexer works on the same pool as requests (tests, tools), all of it theirs. Every request of
+  // REST and MCP takes a turn here: while the role no longer pins this instance's schema (found at
+  // /health), none is admitted, so nothing of another schema is served.
   const identity: { problem: string | undefined } = { problem: undefined };
   const admission = createAdmission({
-    limit: config.db.poolMax - (indexThread ? (indexThread.max ?? 1) : 0),
+    limit: indexThread ? config.db.pool.requests : config.db.pool.size,
     maxWaitMs: config.db.queueTimeoutMs,
     refusal: () => (identity.problem ? new DatabaseIdentityError(identity.problem) : undefined),
   });
@@ -112,7 +113,7 @@ export function createServices(
         };
       },
       admission,
-      poolSize: config.db.poolMax,
+      pool: config.db.pool,
       schema: config.db.schema,
       label: config.label,
       buildInfo,
@@ -130,7 +131,7 @@ export function createServices(
         schema: config.db.schema,
         user: config.db.analyze?.user,
         password: config.db.analyze?.password,
-        applicationName: `vcon-${config.label ?? config.db.schema}-analyze`.slice(0, 60),
+        applicationName: analyzeApplicationNameOf(config.label, config.db.schema),
       }),
       // At most 5 s: the answer comes well inside the 10 s a client may wait before calling it a hang.
       analyzeTimeoutMs: Math.min(config.db.statementTimeoutMs, ANALYZE_TIMEOUT_MAX_MS),
@@ -207,13 +208,13 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
   }
   // The group's own role (set by vcon-launch) replaces whoever the URL names.
   url = withCredentials(url, config.db.user, config.db.password);
-  // The index thread's one connection comes out of DB_POOL_MAX (the launcher's budget counts the
-  // pool size, nothing more); with a pool of one, requests and indexing share it on this thread.
-  const indexThreadConnections = config.db.poolMax >= 2 ? 1 : 0;
+  // DB_POOL_MAX divides into the request pool and the index thread's connection (config.db.pool):
+  // the launcher's budget counts DB_POOL_MAX, so together they never exceed it.
+  const { requests, index } = config.db.pool;
   const poolOptions: SqlOptions = {
     url,
     schema: config.db.schema,
-    max: config.db.poolMax - indexThreadConnections,
+    max: requests,
     applicationName: applicationNameOf(config.label, config.db.schema),
     // No request may hang on a runaway statement: every statement of the pool is bounded.
     statementTimeoutMs: config.db.statementTimeoutMs,
@@ -244,7 +245,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     if (problem) throw new ConfigError([{ variable: 'DATABASE_URL', message: problem }]);
     const plugins = await loadPlugins(config.plugins, log);
     // The index thread: one connection of its own (counted with the pool's by application_name).
-    services = createServices(sql, config, plugins, log, url, indexThreadConnections ? { ...poolOptions, max: indexThreadConnections } : undefined);
+    services = createServices(sql, config, plugins, log, url, index ? { ...poolOptions, max: index } : undefined);
     if (config.auth.required && config.rest.enabled) {
       if (config.auth.keys.length === 0 && config.auth.readOnlyKeys.length === 0) {
         log.warn('API_AUTH_REQUIRED is true but no API_KEYS are set: every authenticated route answers 503');

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { EnvSchema } from '../../src/config.js';
+import { EnvSchema, splitPool } from '../../src/config.js';
 import {
   adminPowers,
   currentDatabase,
@@ -19,9 +19,7 @@ import { UserError } from '../errors.js';
 import { findCollisions, GroupConfigError, loadGroup, resolveDir, SHARED_FILE, type GroupSpec } from '../groups.js';
 import { groupRoleNamesOf, ROLES_VARIABLE } from '../roles.js';
 import { addEnvDirFlag } from '../options.js';
-import { EMBEDDED_MAX_CONNECTIONS } from '../../src/db/embedded.js';
-import { applicationNameOf, readServerSnapshot, type ServerSnapshot } from '../../src/db/server-limits.js';
-import { planBudget, requestsOf, reserveOf } from '../budget.js';
+import { formatSplit, planGroups } from '../budget.js';
 
 /** The verdict on one env file (or on a collision between groups). */
 export interface CheckResult {
@@ -194,9 +192,9 @@ async function identityOf(
 }
 
 /**
- * The connection budget of every group of the directory started together: per group its pool
- * size and the connections it holds now, and a failed result naming groups and numbers when
- * they cannot fit. A database that cannot be reached is a warning (nothing is started).
+ * The connection budget of every group of the directory started together, per server: per group
+ * its pool split and the connections it holds now, and a failed result naming groups and numbers
+ * when they cannot fit. A server that cannot be reached is a warning (nothing is started).
  */
 export async function checkBudget(envDir: string, launcher: Pick<LauncherEnvironment, 'databaseUrl'>): Promise<CheckResult[]> {
   const groups: GroupSpec[] = [];
@@ -207,41 +205,24 @@ export async function checkBudget(envDir: string, launcher: Pick<LauncherEnviron
       /* already reported by checkEnvDir */
     }
   }
-  const snapshots = new Map<string, ServerSnapshot>();
-  const budgets = await planBudget(requestsOf(groups), {
-    limitsOf: async (key) => {
-      const spec = groups.find((g) => g.databaseKey === key)!;
-      if (!spec.databaseUrl) return { maxConnections: EMBEDDED_MAX_CONNECTIONS, superuserReserved: 3, reservedConnections: 0 };
-      try {
-        const snap = await readServerSnapshot(spec.databaseUrl);
-        snapshots.set(key, snap);
-        return snap;
-      } catch (err) {
-        return (err as Error).message;
-      }
-    },
-    reserveOf: (key) => reserveOf(groups, key),
-    held: [],
-  });
+  // Running groups count as the directory's own: check places them all as if started together.
+  const budgets = await planGroups(groups, { running: [] });
   const out: CheckResult[] = [];
   for (const b of budgets) {
-    const subject = `connection budget of ${b.databaseLabel}`;
+    const subject = `connection budget of server ${b.serverLabel}`;
     if (b.unchecked) {
       out.push({
         subject,
         ok: true,
         problems: [],
-        warnings: [`cannot reach the database to read max_connections (${b.unchecked}); budget not checked`],
+        warnings: [`cannot reach the server to read max_connections (${b.unchecked}); budget not checked`],
       });
       continue;
     }
-    const snap = snapshots.get(b.databaseKey);
     const rows = b.allocations.map((a) => {
-      const spec = groups.find((g) => g.name === a.group)!;
-      const held = snap?.connectionsByApplication.get(applicationNameOf(spec.config.label, spec.config.db.schema)) ?? 0;
       const how = a.pooled ? 'through PgBouncer' : a.explicit ? 'DB_POOL_MAX' : 'budget share';
-      const analyze = a.analyze ? `, analyze ${a.analyze}` : a.pooled ? '' : ', analyze 0 (no room: analyze answers database_busy)';
-      return `${a.group}: pool ${a.pool}${a.replicas > 1 ? ` × ${a.replicas}` : ''} (${how})${analyze}, ${held} connection(s) held now`;
+      const noRoom = a.analyze || a.pooled ? '' : '; no room for analyze: it answers database_busy';
+      return `${a.group}: pool ${formatSplit(splitPool(a.pool, a.analyze))}${a.replicas > 1 ? ` × ${a.replicas} replicas` : ''} (${how}${noRoom}), ${b.current[a.group] ?? 0} connection(s) held now`;
     });
     const total = b.allocations.filter((a) => !a.pooled).reduce((n, a) => n + a.pool * a.replicas + a.analyze, 0);
     out.push({
@@ -251,7 +232,8 @@ export async function checkBudget(envDir: string, launcher: Pick<LauncherEnviron
       warnings: [],
       summary: b.allocations.every((a) => a.pooled)
         ? `every group connects through PgBouncer\n        ${rows.join('\n        ')}`
-        : `${total} of ${b.limits.maxConnections} connections for ${b.allocations.length} group(s) (${b.limits.superuserReserved} superuser-reserved, ${b.reserve} kept for operators)\n        ${rows.join('\n        ')}`,
+        : `${total} of ${b.limits.maxConnections} connections for ${b.allocations.length} group(s) on ${b.databases.join(', ')} ` +
+          `(${b.limits.superuserReserved} superuser-reserved, ${b.reserve} kept for operators, ${b.others} held by other clients)\n        ${rows.join('\n        ')}`,
     });
   }
   return out;

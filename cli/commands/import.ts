@@ -5,6 +5,7 @@ import { fetchHealth, spawnChild, type Child } from '../child.js';
 import { createCredentialStore } from '../credentials.js';
 import { openDatabases, type Databases } from '../database.js';
 import { prepareIdentities } from '../roles.js';
+import { allocationIn, budgetFor } from '../budget.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
 import { UserError } from '../errors.js';
 import { loadGroup, resolveDir, type GroupSpec } from '../groups.js';
@@ -260,9 +261,27 @@ async function startTemporary(
   const databases: Databases = await openDatabases([spec], { verbose: false });
   let child: Child;
   try {
-    const store = createCredentialStore(resolveDir(instancesDir));
-    const identity = (await prepareIdentities([spec], databases, { store, launcher, quiet: true })).get(spec.name)!;
-    const env = { ...launcher.inherited, ...spec.env, ...identity.env, MCP_HTTP_PORT: '0', LOG_LEVEL: 'warn' };
+    const registry = createRegistry(resolveDir(instancesDir));
+    // Its connections come out of the server's budget like a started group's.
+    const budgets = await budgetFor([spec], { urlOf: (s) => databases.urlOf(s), running: registry.list().live, replicasOf: () => 1 });
+    const { pool, analyze } = allocationIn(budgets, spec.name)!;
+    const identity = (
+      await prepareIdentities([spec], databases, {
+        store: createCredentialStore(registry.dir),
+        launcher,
+        quiet: true,
+        analyzeConnectionsOf: () => analyze,
+      })
+    ).get(spec.name)!;
+    const env = {
+      ...launcher.inherited,
+      ...spec.env,
+      ...identity.env,
+      DB_POOL_MAX: String(pool),
+      DB_ANALYZE_CONNECTIONS: String(analyze),
+      MCP_HTTP_PORT: '0',
+      LOG_LEVEL: 'warn',
+    };
     child = await spawnChild(spec, { env, onLine: () => {} });
   } catch (err) {
     await databases.release();

@@ -8,6 +8,8 @@ import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../gro
 import { createCredentialStore, type CredentialStore } from '../credentials.js';
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { forEachBounded, groupRoleNamesOf, migrateAs, PREPARE_CONCURRENCY, prepareIdentities } from '../roles.js';
+import { analyzeLimitsOf } from '../budget.js';
+import { createRegistry } from '../registry.js';
 import { formatTable } from '../output.js';
 
 /** The outcome of `migrate` for one group. */
@@ -40,6 +42,13 @@ export async function migrateGroups(
   const launcher = { roles: opts.launcher?.roles ?? true, allowSharedSuperuser: true };
   const results = new Map<string, MigrateResult>();
   try {
+    // Each group's analyze limit as `start` would give it (a running group keeps its own); --status provisions nothing.
+    const analyzeConnectionsOf = opts.status
+      ? () => 0
+      : await analyzeLimitsOf(specs, {
+          urlOf: (s) => databases.urlOf(s),
+          running: createRegistry(resolveDir(opts.instancesDir ?? 'instances')).list().live,
+        });
     await forEachBounded(specs, PREPARE_CONCURRENCY, async (spec) => {
       const schema = spec.config.db.schema;
       const base = { group: spec.name, schema, database: spec.databaseLabel };
@@ -51,7 +60,7 @@ export async function migrateGroups(
           return;
         }
         // Nothing serves here, so no superuser check; the role is made, then migrates its schema.
-        const identity = (await prepareIdentities([spec], databases, { store, launcher, quiet: true })).get(spec.name)!;
+        const identity = (await prepareIdentities([spec], databases, { store, launcher, quiet: true, analyzeConnectionsOf })).get(spec.name)!;
         const url = identity.env.DATABASE_URL ?? databases.urlOf(spec);
         const applied = identity.applied ?? (await migrateAs(url, spec, 'migrate'));
         results.set(spec.name, { ...base, applied, status: await statusAs(url, spec), role: identity.role });

@@ -3,8 +3,11 @@ import type { Command } from 'commander';
 import type { Sql } from '../../src/db/client.js';
 import { LockWaitError } from '../../src/db/advisory-lock.js';
 import { ensureExtensions } from '../../src/db/migrate.js';
+import { analyzeLimitsOf } from '../budget.js';
+import { createRegistry } from '../registry.js';
 import {
   adminPowers,
+  DEFAULT_ANALYZE_LIMITS,
   currentDatabase,
   groupRoleNames,
   openAdmin,
@@ -18,7 +21,7 @@ import { readEnvFile, setEnvVariable } from '../env-files.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
 import { UserError } from '../errors.js';
 import { loadGroups, resolveDir, selectGroupNames, SHARED_FILE, type GroupSpec } from '../groups.js';
-import { addGroupFlags, type GroupFlags } from '../options.js';
+import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { createNoteLog, formatTable, note } from '../output.js';
 import { groupRoleNamesOf, migrateAs, refuseRoleNamedSchema } from '../roles.js';
 
@@ -30,6 +33,8 @@ export interface ProvisionOptions extends GroupFlags {
   adminUrl?: string;
   /** New passwords even when the group already connects as its role. */
   rotate?: boolean;
+  /** The registry: running groups keep the analyze connections their start was handed. */
+  instancesDir?: string;
 }
 
 /** What `provision` did for one group. */
@@ -76,7 +81,7 @@ function pickAdminUrl(spec: GroupSpec, role: string, opts: ProvisionOptions, lau
  * Gives the group its roles and its schema (and everything in it) over the admin connection, then
  * migrates the schema as the group's role: the admin runs nothing the schema holds.
  */
-async function provisionOne(admin: Sql, adminUrl: string, spec: GroupSpec, passwords: { role: string; analyze: string }) {
+async function provisionOne(admin: Sql, adminUrl: string, spec: GroupSpec, passwords: { role: string; analyze: string }, analyzeConnections: number) {
   const schema = spec.config.db.schema;
   await refuseRoleNamedSchema(admin, spec, await adminPowers(admin));
   const names = groupRoleNames(await currentDatabase(admin), schema);
@@ -85,7 +90,7 @@ async function provisionOne(admin: Sql, adminUrl: string, spec: GroupSpec, passw
     schema,
     role: names.role,
     password: passwords.role,
-    analyze: { role: names.analyzeRole, password: passwords.analyze },
+    analyze: { role: names.analyzeRole, password: passwords.analyze, limits: { ...DEFAULT_ANALYZE_LIMITS, connections: analyzeConnections } },
   });
   const url = withCredentials(adminUrl, names.role, passwords.role);
   await migrateAs(url, spec, 'provision');
@@ -97,6 +102,7 @@ export async function provisionGroups(opts: ProvisionOptions, launcher: Launcher
   const envDir = resolveDir(opts.envDir);
   const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
   const results: ProvisionResult[] = [];
+  const analyzeConnectionsOf = await analyzeLimitsOf(specs, { running: createRegistry(resolveDir(opts.instancesDir ?? 'instances')).list().live });
   for (const spec of specs) {
     const schema = spec.config.db.schema;
     if (schema === 'public') throw new UserError(`group ${spec.name} uses schema public, which cannot belong to one group; set SUPABASE_DB_SCHEMA`);
@@ -110,7 +116,7 @@ export async function provisionGroups(opts: ProvisionOptions, launcher: Launcher
     }
     const admin = openAdmin(adminUrl);
     try {
-      const { action, role: made, url, analyze } = await provisionOne(admin, adminUrl, spec, passwords);
+      const { action, role: made, url, analyze } = await provisionOne(admin, adminUrl, spec, passwords, analyzeConnectionsOf(spec));
       if (!opts.print) writeGroupCredentials(spec.envFile, url, analyze);
       results.push({ group: spec.name, schema, role: made, action, databaseUrl: url, writtenTo: opts.print ? null : spec.envFile });
     } catch (err) {
@@ -136,6 +142,7 @@ export function registerProvision(program: Command): void {
     .option('--print', "print the DATABASE_URL instead of writing it into the group's env file")
     .option('--admin-url <url>', 'connect as this role to create the group roles (default: the group DATABASE_URL)');
   addGroupFlags(cmd);
+  addInstancesDirFlag(cmd);
   cmd.action(async (opts: ProvisionOptions) => {
     const results = await provisionGroups(opts, readLauncherEnvironment());
     process.stdout.write(

@@ -8,6 +8,7 @@ import { loadGroups, resolveDir, selectGroupNames } from '../groups.js';
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { formatTable, note } from '../output.js';
 import { createRegistry } from '../registry.js';
+import { analyzeLimitsOf } from '../budget.js';
 import { groupRoleNamesOf, prepareIdentities } from '../roles.js';
 import { provisionGroups } from './provision.js';
 
@@ -43,7 +44,12 @@ export async function rotateGroups(opts: RotateOptions, launcher: LauncherEnviro
     const databases = await openDatabases(rest, { verbose: false });
     try {
       const store = createCredentialStore(registry.dir);
-      const identities = await prepareIdentities(rest, databases, { store, launcher: { ...launcher, allowSharedSuperuser: true }, rotate: true });
+      const identities = await prepareIdentities(rest, databases, {
+        store,
+        launcher: { ...launcher, allowSharedSuperuser: true },
+        rotate: true,
+        analyzeConnectionsOf: await analyzeLimitsOf(rest, { urlOf: (s) => databases.urlOf(s), running: registry.list().live }),
+      });
       for (const s of rest) {
         const id = identities.get(s.name)!;
         if (id.isolation !== 'role') throw new UserError(`group ${s.name} has no role of its own to rotate (it connects as ${id.role})`);

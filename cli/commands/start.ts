@@ -12,9 +12,8 @@ import { spawnKeepingPort } from '../ports.js';
 import { createRegistry, type Registry } from '../registry.js';
 import { prepareIdentities, type GroupIdentity } from '../roles.js';
 import { createLinePrefixer, createSupervisor, entryOf, slotKey, type Slot } from '../supervisor.js';
-import { readServerSnapshot } from '../../src/db/server-limits.js';
-import { heldOf, planBudget, requestsOf, reserveOf, type DatabaseBudget } from '../budget.js';
-import type { Databases } from '../database.js';
+import { splitPool } from '../../src/config.js';
+import { allocationIn, budgetFor, formatSplit, type ServerBudget } from '../budget.js';
 
 /** Options of `vcon-launch start`. */
 export interface StartOptions extends GroupFlags {
@@ -63,34 +62,6 @@ function checkAgainstRunning(specs: GroupSpec[], registry: Registry, instancesDi
   if (problems.length) throw new UserError(problems.join('\n'));
 }
 
-/**
- * The connection budget of the groups about to start, against what running groups already hold.
- * Throws a UserError naming groups and numbers when they cannot fit.
- */
-export async function budgetFor(
-  specs: GroupSpec[],
-  databases: Databases,
-  registry: Registry,
-  replicasOf: (spec: GroupSpec) => number,
-): Promise<DatabaseBudget[]> {
-  const budgets = await planBudget(requestsOf(specs, replicasOf), {
-    limitsOf: async (key) => {
-      const spec = specs.find((s) => s.databaseKey === key)!;
-      try {
-        return await readServerSnapshot(databases.urlOf(spec));
-      } catch (err) {
-        // The groups on it will fail their own start with the reason; the budget can't be checked.
-        return (err as Error).message;
-      }
-    },
-    reserveOf: (key) => reserveOf(specs, key),
-    held: heldOf(registry.list().live),
-  });
-  const refusals = budgets.flatMap((b) => (b.refusal ? [b.refusal] : []));
-  if (refusals.length) throw new UserError(`the groups do not fit the connection budget:\n${refusals.join('\n')}`);
-  return budgets;
-}
-
 /** The table printed once every group is healthy. */
 export function formatStartTable(
   rows: { group: string; label: string | null; schema: string; role: string; url: string; pid: number; pool: string }[],
@@ -117,11 +88,15 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   const t0 = Date.now();
   const databases = await openDatabases(specs);
   let identities: Map<string, GroupIdentity>;
-  let budgets: DatabaseBudget[] = [];
-  const allocationOf = (name: string) => budgets.flatMap((b) => b.allocations).find((a) => a.group === name)!;
+  let budgets: ServerBudget[] = [];
+  const allocationOf = (name: string) => allocationIn(budgets, name)!;
   try {
     // The budget first: a start that cannot fit is refused before any role is provisioned.
-    budgets = await budgetFor(specs, databases, registry, (spec) => replicasFlag ?? spec.config.replicas);
+    budgets = await budgetFor(specs, {
+      urlOf: (s) => databases.urlOf(s),
+      running: registry.list().live,
+      replicasOf: (spec) => replicasFlag ?? spec.config.replicas,
+    });
     // Foreground: the launcher holds the embedded cluster for its whole life and hands children a
     // URL on it. Detached: the launcher leaves, so each child joins the cluster itself (with its
     // role's name and password) and the last child to stop shuts it down.
@@ -140,9 +115,11 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   const slots: Slot[] = specs.flatMap((spec) => {
     const identity = identities.get(spec.name)!;
     const env: Record<string, string> = { ...launcher.inherited, ...spec.env, ...identity.env };
-    env.DB_POOL_MAX = String(allocationOf(spec.name).pool);
+    const { pool, analyze, serverKey } = allocationOf(spec.name);
+    // The child splits these itself (config.db.pool): requests, index thread, analyze.
+    env.DB_POOL_MAX = String(pool);
+    env.DB_ANALYZE_CONNECTIONS = String(analyze);
     const replicas = replicasFlag ?? spec.config.replicas;
-    const analyze = allocationOf(spec.name).analyze;
     return Array.from({ length: replicas }, (_, i) => ({
       spec,
       replica: i + 1,
@@ -150,6 +127,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
       env: replicaEnv(env, spec, i + 1),
       role: identity.role,
       analyze,
+      serverKey,
     }));
   });
   const prefix = createLinePrefixer(slots.map(slotKey));
@@ -202,7 +180,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
     formatStartTable(
       slots.map((s) => {
         const a = allocationOf(s.spec.name);
-        const pool = `${a.pool}${a.explicit ? '' : a.pooled ? ' (pgbouncer)' : ' (budget)'}`;
+        const pool = `${formatSplit(splitPool(a.pool, a.analyze))}${a.explicit ? '' : a.pooled ? ' (pgbouncer)' : ' (budget)'}`;
         return { group: slotKey(s), label: s.child!.label, schema: s.child!.schema, role: s.role, url: s.child!.url, pid: s.child!.pid, pool };
       }),
     ) + '\n',
@@ -210,14 +188,14 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   for (const b of budgets) {
     if (b.allocations.every((a) => a.pooled)) continue;
     if (b.unchecked) {
-      note(`connection budget of ${b.databaseLabel} not checked: ${b.unchecked}`);
+      note(`connection budget of server ${b.serverLabel} not checked: ${b.unchecked}`);
       continue;
     }
     const total = b.allocations.filter((a) => !a.pooled).reduce((n, a) => n + a.pool * a.replicas + a.analyze, 0);
     const analyze = b.allocations.find((a) => !a.pooled)?.analyze ?? 0;
     note(
-      `connection budget of ${b.databaseLabel}: ${total} for these groups (${analyze ? `pools + ${analyze} analyze connection each` : 'pools; no room for analyze connections: analyze answers 503 database_busy'}), ${b.held.reduce((n, h) => n + h.connections, 0)} for running groups, ` +
-        `of ${b.limits.maxConnections} (${b.limits.superuserReserved} superuser-reserved, ${b.reserve} kept for operators)`,
+      `connection budget of server ${b.serverLabel} (${b.databases.join(', ')}): ${total} for these groups (${analyze ? `pools + ${analyze} analyze connection each` : 'pools; no room for analyze connections: analyze answers 503 database_busy'}), ${b.held.reduce((n, h) => n + h.connections, 0)} for running groups, ` +
+        `${b.others} held by other clients, of ${b.limits.maxConnections} (${b.limits.superuserReserved} superuser-reserved, ${b.reserve} kept for operators)`,
     );
   }
   const basePaths = new Set(specs.map((s) => s.config.rest.basePath));

@@ -4,9 +4,20 @@ import { resolveDir } from '../groups.js';
 import { addInstancesDirFlag } from '../options.js';
 import { formatTable, note } from '../output.js';
 import { createRegistry, instanceKey, type RegistryEntry } from '../registry.js';
+import { splitPool, type PoolSplit } from '../../src/config.js';
+import { formatSplit } from '../budget.js';
+
+/** The pool split an instance reports in /health, when it does. */
+function poolOf(health: unknown): PoolSplit | undefined {
+  const p = (health as { pool?: Partial<PoolSplit> } | undefined)?.pool;
+  if (!p || ![p.size, p.requests, p.index, p.analyze].every((n) => typeof n === 'number')) return undefined;
+  return { size: p.size!, requests: p.requests!, index: p.index!, analyze: p.analyze! };
+}
 
 /** One row of `vcon-launch status --json`: the registry entry plus the live /health. */
 export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path'> {
+  /** The instance's connections: DB_POOL_MAX split into requests and the index thread, and its analyze connections beside it. */
+  db_split: PoolSplit | undefined;
   /** healthy (200), busy (503 with status busy: up, every connection in use), unhealthy (another answer) or unreachable (no answer). */
   status: 'healthy' | 'busy' | 'unhealthy' | 'unreachable';
   /** The live /health body, as the instance reports it. */
@@ -43,8 +54,12 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
         supervisor_pid: e.supervisor_pid,
         log_file: e.log_file,
         database_key: e.database_key,
+        server_key: e.server_key,
         db_pool: e.db_pool,
         db_pooled: e.db_pooled,
+        db_analyze: e.db_analyze,
+        // How the pool divides: the instance's own report, or the same split of what the registry recorded.
+        db_split: poolOf(h.body) ?? (e.db_pool === undefined ? undefined : splitPool(e.db_pool, e.db_analyze ?? 0)),
       };
     }),
   );
@@ -59,11 +74,11 @@ export function formatStatusTable(rows: GroupStatus[]): string {
         schema?: string;
         instance?: string | null;
         database?: string;
-        pool?: { size?: number; connections?: number | null };
+        pool?: { connections?: number | null };
         index?: { pending?: number; lag_s?: number } | null;
       };
       const reported = r.status === 'unreachable' ? 'no answer' : `${h.schema ?? '?'} / ${h.instance ?? '-'} / ${h.database ?? '?'}`;
-      const pool = `${h.pool?.size ?? r.db_pool ?? '?'}${r.db_pooled ? ' (pgbouncer)' : ''}`;
+      const pool = `${r.db_split ? formatSplit(r.db_split) : '?'}${r.db_pooled ? ' (pgbouncer)' : ''}`;
       const conns = h.pool?.connections ?? '-';
       // Written vCons not yet searchable, and how long the oldest has waited.
       const lag = h.index ? `${h.index.lag_s ?? 0}s (${h.index.pending ?? 0} queued)` : '-';

@@ -1,4 +1,5 @@
-// What a PostgreSQL server allows, for the launcher's connection budget (cli/budget.ts).
+// What a PostgreSQL server allows and who holds its connections, for the launcher's connection
+// budget (cli/budget.ts). max_connections is the server's, shared by every database on it.
 import postgres from 'postgres';
 
 export interface ServerSnapshot {
@@ -6,8 +7,8 @@ export interface ServerSnapshot {
   superuserReserved: number;
   /** reserved_connections (PostgreSQL 16+); 0 on older servers. */
   reservedConnections: number;
-  /** Client connections to this database now, by application_name (vcon-<label> for groups). */
-  connectionsByApplication: Map<string, number>;
+  /** Client connections to every database of the server now (this one's own excepted), by database and application_name. */
+  connections: { database: string; application: string; n: number }[];
 }
 
 /**
@@ -27,20 +28,27 @@ export async function readServerSnapshot(url: string): Promise<ServerSnapshot> {
       select current_setting('max_connections')::int as max,
              current_setting('superuser_reserved_connections')::int as su,
              nullif(current_setting('reserved_connections', true), '')::int as reserved`;
-    const rows = await sql<{ app: string; n: number }[]>`
-      select application_name as app, count(*)::int as n from pg_stat_activity
-       where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()
-       group by application_name`;
+    // A role without pg_read_all_stats sees backend_type null on other users' sessions: a row with
+    // a user and a database is a client connection then (background processes have neither, or
+    // use slots of their own).
+    const rows = await sql<{ database: string; application: string; n: number }[]>`
+      select datname as database, application_name as application, count(*)::int as n from pg_stat_activity
+       where (backend_type = 'client backend' or (backend_type is null and usesysid is not null and datid is not null))
+         and pid <> pg_backend_pid()
+       group by datname, application_name`;
     return {
       maxConnections: limits.max,
       superuserReserved: limits.su,
       reservedConnections: limits.reserved ?? 0,
-      connectionsByApplication: new Map(rows.map((r) => [r.app, r.n])),
+      connections: rows,
     };
   } finally {
     await sql.end({ timeout: 5 });
   }
 }
 
-/** The application_name an instance connects with (counted by the budget and /health). */
+/** The application_name an instance's pool (and index thread) connects with (counted by the budget and /health). */
 export const applicationNameOf = (label: string | null, schema: string) => `vcon-${label ?? schema}`.slice(0, 60);
+
+/** The application_name of an instance's analyze connections. */
+export const analyzeApplicationNameOf = (label: string | null, schema: string) => `vcon-${label ?? schema}-analyze`.slice(0, 60);

@@ -72,7 +72,10 @@ export const HealthOk = z.object({
   uptime_s: Count,
   pool: z
     .object({
-      size: Count.describe('Connections this instance may open (DB_POOL_MAX or its share of the connection budget)'),
+      size: Count.describe('Connections this instance may open (DB_POOL_MAX or its share of the connection budget): requests + index'),
+      requests: Count.describe('Of size, the connections requests take turns on'),
+      index: Count.describe("Of size, the index thread's connection (0 with a pool of one: indexing takes turns with requests)"),
+      analyze: Count.describe("Beside size, the connections POST /database/analyze may open (its role's CONNECTION LIMIT)"),
       in_use: Count.describe('Requests using the pool now'),
       waiting: Count.describe('Requests waiting for a connection now'),
       connections: Count.nullable().describe('Server connections this instance holds now; null when not measured (busy or down)'),

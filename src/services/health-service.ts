@@ -1,14 +1,13 @@
 import type { BuildInfo } from '../version.js';
 import { isDatabaseCapacity } from '../domain/errors.js';
 import type { Admission } from './admission.js';
+import type { PoolSplit } from '../config.js';
 
 /** healthy: the database answered; busy: it is up but this group's pool (or the server) is full; unhealthy: unreachable. */
 export type HealthState = 'healthy' | 'busy' | 'unhealthy';
 
-export interface PoolReport {
-  /** The group's connections (DB_POOL_MAX, or what the launcher's connection budget gave this group). */
-  size: number;
-  /** Requests using the pool now (at most size less the index thread's one connection). */
+export interface PoolReport extends PoolSplit {
+  /** Requests using the pool now (at most `requests`). */
   in_use: number;
   /** Requests waiting for a connection now. */
   waiting: number;
@@ -51,8 +50,8 @@ export function createHealthService(deps: {
   /** Resolves with the number of server connections this instance holds and the index queue. */
   ping: () => Promise<PingResult>;
   admission: Admission;
-  /** DB_POOL_MAX: the request pool and the index thread's connection together (default: the admission size). */
-  poolSize?: number;
+  /** How the instance's connections divide (config.db.pool; default: the admission's turns, no thread, no analyze). */
+  pool?: PoolSplit;
   schema: string;
   label: string | null;
   buildInfo: BuildInfo;
@@ -80,7 +79,7 @@ export function createHealthService(deps: {
     async check(): Promise<HealthReport> {
       const { state, ping } = await probe();
       const { size: turns, in_use, waiting } = deps.admission.stats();
-      const size = deps.poolSize ?? turns;
+      const split = deps.pool ?? { size: turns, requests: turns, index: 0, analyze: 0 };
       return {
         state,
         healthy: state === 'healthy',
@@ -88,7 +87,7 @@ export function createHealthService(deps: {
         instance: deps.label,
         version: deps.buildInfo.version,
         uptime_s: Math.round((Date.now() - started) / 1000),
-        pool: { size, in_use, waiting, connections: ping?.connections ?? null },
+        pool: { ...split, in_use, waiting, connections: ping?.connections ?? null },
         index: ping?.index ?? null,
       };
     },

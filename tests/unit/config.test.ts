@@ -16,6 +16,14 @@ describe('config', () => {
     expect(c.db.url).toBeUndefined();
   });
 
+  it('splits the pool once: DB_POOL_MAX into requests and the index thread, analyze connections beside it', () => {
+    expect(parseConfig({}).db.pool).toEqual({ size: 10, requests: 9, index: 1, analyze: 4 });
+    expect(parseConfig({ DB_POOL_MAX: '6', DB_ANALYZE_CONNECTIONS: '1' }).db.pool).toEqual({ size: 6, requests: 5, index: 1, analyze: 1 });
+    // A pool of one has no index thread: indexing takes turns on the request pool.
+    expect(parseConfig({ DB_POOL_MAX: '1', DB_ANALYZE_CONNECTIONS: '0' }).db.pool).toEqual({ size: 1, requests: 1, index: 0, analyze: 0 });
+    expect(parseConfig({ DB_POOLER: 'pgbouncer' }).db.pool).toMatchObject({ size: 20, requests: 19, index: 1 });
+  });
+
   it('honours port 0 and parses lists, booleans and the URL alias', () => {
     const c = parseConfig({
       MCP_HTTP_PORT: '0',
