@@ -1,6 +1,7 @@
 import type { BuildInfo } from '../version.js';
 import { isDatabaseCapacity } from '../domain/errors.js';
 import type { Admission } from './admission.js';
+import type { BodyBudget, BodyBudgetStats } from './body-budget.js';
 
 /** healthy: the database answered; busy: it is up but this group's pool (or the server) is full; unhealthy: unreachable. */
 export type HealthState = 'healthy' | 'busy' | 'unhealthy';
@@ -39,6 +40,8 @@ export interface HealthReport {
   version: string;
   uptime_s: number;
   pool: PoolReport;
+  /** Request bodies read and worked on at once. */
+  bodies: BodyBudgetStats;
   /** null when not measured (busy or down). */
   index: IndexReport | null;
 }
@@ -51,6 +54,7 @@ export function createHealthService(deps: {
   /** Resolves with the number of server connections this instance holds and the index queue. */
   ping: () => Promise<PingResult>;
   admission: Admission;
+  bodies: BodyBudget;
   /** DB_POOL_MAX: the request pool and the index thread's connection together (default: the admission size). */
   poolSize?: number;
   schema: string;
@@ -89,6 +93,7 @@ export function createHealthService(deps: {
         version: deps.buildInfo.version,
         uptime_s: Math.round((Date.now() - started) / 1000),
         pool: { size, in_use, waiting, connections: ping?.connections ?? null },
+        bodies: deps.bodies.stats(),
         index: ping?.index ?? null,
       };
     },
@@ -109,6 +114,7 @@ export function healthBody(h: HealthReport) {
     version: h.version,
     uptime_s: h.uptime_s,
     pool: h.pool,
+    bodies: h.bodies,
     index: h.index,
   };
 }
