@@ -45,7 +45,7 @@ describe('VCON_MAX_ELEMENTS, the default', () => {
     }
     expect(parsesOfBig(parse)).toBe(0);
     expect((await s.api('/vcons')).body.data).toEqual([]);
-  });
+  }, 120_000);
 
   it('answers /health while such a body is being read, and refuses it once read', async () => {
     const url = new URL(s.base);
@@ -87,7 +87,7 @@ describe('VCON_MAX_ELEMENTS, the default', () => {
       dialog: [{ type: 'recording', start: '2025-01-01T10:00:00Z', parties: [0], encoding: 'base64url', body: 'A'.repeat(14 * 1024 * 1024) }],
     };
     expect((await s.api('/vcons', { method: 'POST', json: recording })).status).toBe(201);
-  });
+  }, 120_000);
 });
 
 describe('VCON_MAX_ELEMENTS=1000', () => {
