@@ -4,6 +4,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
+import { heapLimitMiB, memoryLimitOf } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
 import { isAlive } from '../src/process.js';
 import { UserError } from './errors.js';
@@ -110,7 +111,16 @@ export async function stopPid(pid: number, graceMs: number): Promise<'stopped' |
 export const childNodeFlags = (env: Record<string, string>) => [
   ...(/max-semi-space-size/.test(env.NODE_OPTIONS ?? '') ? [] : ['--max-semi-space-size=2']),
   '--single-threaded-gc',
+  ...heapFlag(env),
 ];
+
+/**
+ * The heap ceiling of a child, from its VCON_MEMORY_LIMIT (the memory limit `export` declares for
+ * the same group): past it the process fails and the supervisor restarts it, instead of growing
+ * over its share of the host. An operator's --max-old-space-size in NODE_OPTIONS wins.
+ */
+const heapFlag = (env: Record<string, string>) =>
+  /max-old-space-size/.test(env.NODE_OPTIONS ?? '') ? [] : [`--max-old-space-size=${heapLimitMiB(memoryLimitOf(env))}`];
 
 /**
  * Environment every child gets unless the operator set it: glibc's malloc makes an arena per
@@ -260,7 +270,9 @@ export function spawnStandby(baseEnv: Record<string, string>): Standby {
   let used = false;
   return {
     async activate(spec, opts) {
-      if (used || proc.subprocess.exitCode !== null || !proc.subprocess.connected) return spawnChild(spec, opts);
+      // The standby's heap flag was chosen before its group was known: another ceiling spawns afresh.
+      const sameHeap = heapFlag(opts.env).join() === heapFlag(baseEnv).join();
+      if (used || proc.subprocess.exitCode !== null || !proc.subprocess.connected || !sameHeap) return spawnChild(spec, opts);
       used = true;
       proc.onLine = opts.onLine;
       await proc.subprocess.sendMessage({ type: 'start', env: opts.env });

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { packageRoot } from './paths.js';
+import { DEFAULT_MAX_ELEMENTS } from './domain/vcon.js';
 
 /**
  * The index thread's default nice value (Linux): when the CPU is short, acknowledged writes and reads
@@ -74,6 +75,9 @@ export function splitPool(size: number, analyze: number): PoolSplit {
   return { size, requests: size - index, index, analyze };
 }
 
+/** The smallest VCON_MEMORY_LIMIT: an idle group's process is ~100 MB, and one largest body costs several times its size. */
+const MIN_MEMORY_LIMIT = 256 * 1024 ** 2;
+
 const int = (def: number, min: number, max: number) =>
   z
     .string()
@@ -135,6 +139,14 @@ export const EnvSchema = z.object({
     .transform((v) => (v ?? '/api/v1').trim().replace(/\/+$/, '') || '')
     .refine((v) => v === '' || /^\/[A-Za-z0-9._~\-/]*$/.test(v), 'must start with / and contain only URL path characters'),
   REST_API_BODY_LIMIT: byteSize('20mb'),
+  // Bytes of request bodies one process reads and works on at once (REST and MCP together).
+  BODY_IN_FLIGHT_LIMIT: byteSize('64mb'),
+  // JSON values one request body or one stored vCon may hold (objects, arrays, strings, numbers...).
+  VCON_MAX_ELEMENTS: int(DEFAULT_MAX_ELEMENTS, 1_000, 100_000_000),
+  // How long a complete answer may wait for its client to take it before the connection is closed.
+  SEND_TIMEOUT_MS: int(60_000, 100, 3_600_000),
+  // The process's memory ceiling: its V8 heap limit (launcher) and the exported container limit.
+  VCON_MEMORY_LIMIT: byteSize('512mb'),
   MCP_TRANSPORT: z
     .string()
     .trim()
@@ -297,6 +309,16 @@ export interface Config {
     apiKey: string | undefined;
     dimensions: number;
   };
+  limits: {
+    /** Bytes of request bodies read and worked on at once; a body over it is refused with server_busy. */
+    bodyInFlight: number;
+    /** JSON values one request body or one vCon may hold. */
+    maxElements: number;
+    /** How long an ended answer may wait for its client to take it. */
+    sendTimeoutMs: number;
+    /** The process's memory ceiling in bytes (heap limit of a launched child, the exported container limit). */
+    memory: number;
+  };
   shutdownTimeoutMs: number;
   /** Processes that serve this group at once (read by the launcher and export, not by the server). */
   replicas: number;
@@ -326,6 +348,16 @@ export function readEnvironment(env: EnvInput = process.env, cwd = process.cwd()
   return { ...parseDotenv(text), ...env };
 }
 
+/**
+ * The V8 heap limit (MiB, for --max-old-space-size) of a process whose memory ceiling is
+ * VCON_MEMORY_LIMIT: three quarters of it, the rest for what lives outside the heap (request and
+ * response buffers, the code, the index thread's own heap and native memory).
+ */
+export const heapLimitMiB = (memoryBytes: number): number => Math.floor((memoryBytes / 1024 ** 2) * 0.75);
+
+/** VCON_MEMORY_LIMIT of an environment, in bytes (the default when unset). */
+export const memoryLimitOf = (env: EnvInput): number => EnvSchema.shape.VCON_MEMORY_LIMIT.parse(env.VCON_MEMORY_LIMIT);
+
 /** Validates an environment into a Config, or throws ConfigError naming every bad variable. */
 export function parseConfig(env: EnvInput): Config {
   const parsed = EnvSchema.safeParse(env);
@@ -333,6 +365,17 @@ export function parseConfig(env: EnvInput): Config {
     throw new ConfigError(parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '(environment)'), message: i.message })));
   }
   const e = parsed.data;
+  if (e.BODY_IN_FLIGHT_LIMIT < e.REST_API_BODY_LIMIT) {
+    throw new ConfigError([
+      {
+        variable: 'BODY_IN_FLIGHT_LIMIT',
+        message: `must be at least REST_API_BODY_LIMIT (${e.REST_API_BODY_LIMIT} bytes), or a body of the largest size could never be read`,
+      },
+    ]);
+  }
+  if (e.VCON_MEMORY_LIMIT < MIN_MEMORY_LIMIT) {
+    throw new ConfigError([{ variable: 'VCON_MEMORY_LIMIT', message: `must be at least 256mb, got ${e.VCON_MEMORY_LIMIT} bytes` }]);
+  }
   if (e.EMBEDDINGS_PROVIDER === 'openai' && !e.EMBEDDINGS_URL && !e.EMBEDDINGS_API_KEY) {
     throw new ConfigError([
       { variable: 'EMBEDDINGS_URL', message: 'the openai provider needs EMBEDDINGS_URL (or EMBEDDINGS_API_KEY for api.openai.com)' },
@@ -381,6 +424,12 @@ export function parseConfig(env: EnvInput): Config {
       model: e.EMBEDDINGS_MODEL,
       apiKey: e.EMBEDDINGS_API_KEY,
       dimensions: e.EMBEDDINGS_DIMENSIONS,
+    },
+    limits: {
+      bodyInFlight: e.BODY_IN_FLIGHT_LIMIT,
+      maxElements: e.VCON_MAX_ELEMENTS,
+      sendTimeoutMs: e.SEND_TIMEOUT_MS,
+      memory: e.VCON_MEMORY_LIMIT,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     replicas: e.VCON_REPLICAS,

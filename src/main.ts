@@ -24,16 +24,19 @@ import { createAnalyticsRepo } from './db/analytics-repo.js';
 import { loadPlugins, PluginLoadError, type Plugin } from './plugins/index.js';
 import { createHealthService } from './services/health-service.js';
 import { createAdmission } from './services/admission.js';
+import { createBodyBudget } from './services/body-budget.js';
 import { createVconService } from './services/vcon-service.js';
 import { createTagService } from './services/tag-service.js';
 import { createDiscoveryService } from './services/discovery-service.js';
 import { createMetaService } from './services/meta-service.js';
+import { MAX_DEPTH } from './domain/vcon.js';
 import { ANALYZE_TIMEOUT_MAX_MS, createDatabaseService } from './services/database-service.js';
 import { createAnalyticsService } from './services/analytics-service.js';
 import type { Services } from './services/index.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import { createSearch } from './search.js';
 import { buildApp, createAppServer } from './http/app.js';
+import { createSendTimeout } from './http/send-timeout.js';
 import express, { type Express, type RequestHandler } from 'express';
 import type { McpHttp, McpHttpOptions } from './mcp/http.js';
 
@@ -75,7 +78,13 @@ export function createServices(
     thread: indexThread ? { sql: indexThread, config } : undefined,
   });
   const transact = createTransactor(sql);
-  const vcons = createVconService({ repo: createVconRepo(sql), transact, plugins, index: search.writes });
+  const vcons = createVconService({
+    repo: createVconRepo(sql),
+    transact,
+    plugins,
+    index: search.writes,
+    maxElements: config.limits.maxElements,
+  });
   search.start();
   // Requests take turns on the request pool (config.db.pool); without a thread of its own the
   // indexer works on the same pool as requests (tests, tools), all of it theirs. Every request of
@@ -87,8 +96,10 @@ export function createServices(
     maxWaitMs: config.db.queueTimeoutMs,
     refusal: () => (identity.problem ? new DatabaseIdentityError(identity.problem) : undefined),
   });
+  const bodies = createBodyBudget(config.limits.bodyInFlight);
   return {
     admission,
+    bodies,
     health: createHealthService({
       // One round trip that also counts this instance's server connections (by application_name).
       ping: async () => {
@@ -114,6 +125,7 @@ export function createServices(
       },
       admission,
       pool: config.db.pool,
+      bodies,
       schema: config.db.schema,
       label: config.label,
       buildInfo,
@@ -121,7 +133,7 @@ export function createServices(
     vcons,
     tags: createTagService({ vcons, repo: createTagRepo(sql), plugins }),
     discovery: createDiscoveryService({ repo: createDiscoveryRepo(sql), plugins }),
-    meta: createMetaService(),
+    meta: createMetaService({ bodyBytes: config.rest.bodyLimit, elements: config.limits.maxElements, depth: MAX_DEPTH }),
     search: search.service,
     database: createDatabaseService({
       repo: createIntrospectionRepo(sql, config.db.schema),
@@ -270,7 +282,9 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     // keep the socket much longer: a client whose event loop runs up to ~25 s late under load
     // still closes first. Below headersTimeout (60 s), as Node requires for keep-alive to work.
     server.keepAliveTimeout = KEEP_ALIVE_MS;
+    const sendTimeout = createSendTimeout(config.limits.sendTimeoutMs, log);
     server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+      sendTimeout(res);
       if (req.httpVersion === '1.1' && !/\bclose\b/i.test(req.headers.connection ?? '')) res.setHeader('Keep-Alive', `timeout=${KEEP_ALIVE_HINT_S}`);
     });
     const port = (server.address() as AddressInfo).port;

@@ -10,6 +10,7 @@ import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../gro
 import { addGroupFlags, type GroupFlags } from '../options.js';
 import { note } from '../output.js';
 import { getBuildInfo } from '../../src/version.js';
+import { heapLimitMiB } from '../../src/config.js';
 
 export type ExportTarget = 'kubernetes' | 'compose';
 
@@ -35,7 +36,14 @@ const SECRET_VARIABLES = new Set([
  * holds ~243 MB after 100,000 vCons and searches (word vectors loaded). The request covers the
  * loaded figure; the limit leaves room for large bodies (REST_API_BODY_LIMIT 20mb, parsed) and GC.
  */
-export const MEMORY = { request: '256Mi', limit: '512Mi' };
+export const MEMORY_REQUEST = '256Mi';
+/** The container's memory limit in MiB: the group's VCON_MEMORY_LIMIT, the ceiling the launcher gives its process too. */
+const memoryMiB = (spec: GroupSpec) => Math.floor(spec.config.limits.memory / 1024 ** 2);
+/** The heap limit the launcher gives a child, for the container's node (an operator's own NODE_OPTIONS wins). */
+const nodeOptionsOf = (spec: GroupSpec, env: Record<string, string>) =>
+  /max-old-space-size/.test(env.NODE_OPTIONS ?? '')
+    ? env.NODE_OPTIONS
+    : `${env.NODE_OPTIONS ?? ''} --max-old-space-size=${heapLimitMiB(spec.config.limits.memory)}`.trim();
 /** Seconds the pod gets beyond the server's own drain budget (SIGTERM → close → exit). */
 const GRACE_MARGIN_S = 5;
 /** The database URL a group without one gets in Compose: the shared PostgreSQL service. */
@@ -73,6 +81,7 @@ function containerEnv(spec: GroupSpec): { env: Record<string, string>; port: num
   const port = spec.config.mcp.port || CONTAINER_PORT;
   env.MCP_TRANSPORT = 'http';
   env.MCP_HTTP_HOST = '0.0.0.0';
+  env.NODE_OPTIONS = nodeOptionsOf(spec, env);
   env.MCP_HTTP_PORT = String(port);
   // Paths of this machine mean nothing in an image; the image's default data directory is used.
   delete env.VCON_DATA_DIR;
@@ -129,7 +138,7 @@ export function kubernetesObjects(spec: GroupSpec): Record<string, unknown>[] {
                 // /health answers 503 while the database is unreachable: a long threshold keeps a
                 // database outage from restarting every pod.
                 livenessProbe: { ...probe, initialDelaySeconds: 10, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
-                resources: { requests: { cpu: '100m', memory: MEMORY.request }, limits: { memory: MEMORY.limit } },
+                resources: { requests: { cpu: '100m', memory: MEMORY_REQUEST }, limits: { memory: `${memoryMiB(spec)}Mi` } },
                 securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
               },
             ],
@@ -164,6 +173,7 @@ export function composeFile(specs: GroupSpec[]): Record<string, unknown> {
       // A fixed host port for one replica; several replicas each get a free one (put a balancer in front).
       ports: [spec.config.replicas === 1 && spec.config.mcp.port ? `${spec.config.mcp.port}:${port}` : String(port)],
       deploy: { replicas: spec.config.replicas },
+      mem_limit: `${memoryMiB(spec)}m`,
       restart: 'unless-stopped',
       stop_grace_period: `${gracePeriod(spec)}s`,
       healthcheck: {

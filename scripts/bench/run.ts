@@ -19,6 +19,7 @@ import { measureRoute, type RouteCase } from './http-figures.js';
 import { measureSearch } from './search.js';
 import { formatDevSet, measureDevSet } from './devset.js';
 import { measureLauncher } from './launcher.js';
+import { measureBodies } from './bodies.js';
 import { densityFigures, densityMarkdown, runDensity, type DensityResult } from './density.js';
 import { pgbouncerInstalled } from './pgbouncer.js';
 import { measureImport } from './import.js';
@@ -28,7 +29,7 @@ import { readRssMb, startFloorServer, startServer, type Child } from './processe
 import { formatTable, writeReport, type BenchReport } from './report.js';
 import { makeFigure, median, type Figure } from './stats.js';
 
-const SECTIONS = ['stages', 'import', 'ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'density', 'diagnostics'] as const;
+const SECTIONS = ['stages', 'import', 'bodies', 'ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'density', 'diagnostics'] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Options {
@@ -240,8 +241,17 @@ async function main(): Promise<void> {
       figures.push(...(await measureImport({ count: opts.importCount, seed: opts.seed, log })));
     });
 
-  // The density, stages and import sections bring their own PostgreSQL or schema: alone, they need no corpus.
-  const needsCorpus = [...opts.sections].some((s) => s !== 'density' && s !== 'stages' && s !== 'import');
+  // 50 concurrent 14 MB creates on a server of its own: its peak and settled RSS.
+  if (opts.sections.has('bodies'))
+    await section('bodies', async () => {
+      log('bodies: concurrent large creates');
+      const schema = `${runId}_bodies`;
+      schemas.add(schema);
+      figures.push(...(await measureBodies({ databaseUrl, schema, runDir, concurrent: 50, log })));
+    });
+
+  // The density, stages, import and bodies sections bring their own PostgreSQL or schema: alone, they need no corpus.
+  const needsCorpus = [...opts.sections].some((s) => s !== 'density' && s !== 'stages' && s !== 'import' && s !== 'bodies');
   try {
     if (!needsCorpus) throw new SkipCorpus();
     // Corpus shape, from a sample.

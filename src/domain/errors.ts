@@ -201,6 +201,17 @@ export class DatabaseBusyError extends AppError {
 }
 
 /**
+ * 503 server_busy: the process is at one of its own bounds (the bytes of request bodies it reads at
+ * once), not the database. Retry shortly, as for database_busy.
+ */
+export class ServerBusyError extends AppError {
+  readonly retryAfterS = BUSY_RETRY_AFTER_S;
+  constructor(message: string, hint?: string) {
+    super(503, 'server_busy', message, undefined, hint);
+  }
+}
+
+/**
  * The typed error for a database failure that is not the request's fault (busy or unreachable),
  * or undefined for anything else. One mapping for both transports.
  */

@@ -12,13 +12,14 @@ export const ERROR_CODES = {
   403: ['forbidden'],
   404: ['vcon_not_found', 'tag_not_found', 'example_not_found', 'route_not_found'],
   405: ['method_not_allowed'],
-  413: ['payload_too_large'],
+  413: ['payload_too_large', 'too_many_elements'],
   415: ['unsupported_media_type'],
   500: ['internal_error'],
   // database_busy: every connection stayed in use past DB_QUEUE_TIMEOUT_MS, or PostgreSQL refused one for capacity (SQLSTATE class 53).
   // embeddings_unavailable: the embedding provider of semantic/hybrid search failed (search routes only).
   // database_timeout: a catalog read (the /database routes) gave up at the statement or lock timeout.
-  503: ['auth_not_configured', 'database_unavailable', 'database_busy', 'database_timeout', 'embeddings_unavailable'],
+  // server_busy: the request bodies this process reads at once would pass BODY_IN_FLIGHT_LIMIT.
+  503: ['auth_not_configured', 'database_unavailable', 'database_busy', 'database_timeout', 'embeddings_unavailable', 'server_busy'],
 } as const satisfies Record<number, readonly string[]>;
 
 export type ErrorStatus = keyof typeof ERROR_CODES;
@@ -81,6 +82,14 @@ export const HealthOk = z.object({
       connections: Count.nullable().describe('Server connections this instance holds now; null when not measured (busy or down)'),
     })
     .describe("The instance's database pool"),
+  bodies: z
+    .object({
+      limit: Count.describe('BODY_IN_FLIGHT_LIMIT in bytes'),
+      in_flight: Count.describe('Bytes of request bodies being read or worked on now'),
+      peak: Count.describe('The most bytes in flight at once since start'),
+      refused: Count.describe('Bodies refused with server_busy since start'),
+    })
+    .describe('Request bodies read and worked on at once (REST and MCP)'),
   index: z
     .object({
       pending: Count.describe('Written vCons not yet indexed for search'),

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ValidationError, issueDetails, stringError } from './errors.js';
 import { RANGE_PROBLEM, dateTimeProblem } from './dates.js';
 import { textProblem, unstorableText } from './text.js';
+import { tooManyElements } from './elements.js';
 
 export const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 // No regex flags: the pattern goes into the JSON Schema and OpenAPI documents as written.
@@ -189,6 +190,15 @@ export function validate<T extends z.ZodType>(schema: T, value: unknown, what: s
 
 const isPlainObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/**
+ * VCON_MAX_ELEMENTS by default: the JSON values one request body or one vCon may hold. The largest
+ * real vCon of the fixtures (an hour's meeting with its transcription) holds 1,692 values in 65 KB:
+ * this leaves room for ~150 of them in one batch, or a transcript with per-word timings of a
+ * day-long call; a recording is one value however long. 1.8 million `{}` (5.4 MB) held the process
+ * ~20 s in JSON.parse alone.
+ */
+export const DEFAULT_MAX_ELEMENTS = 250_000;
+
 /** Deepest nesting we store; real vCons stay under 20 levels, and deeper JSON breaks recursion. */
 export const MAX_DEPTH = 100;
 
@@ -206,11 +216,13 @@ export function checkDepth(input: unknown, max = MAX_DEPTH): void {
  * asked both, a walk each (~a third of a plain vCon's validation); this walk allocates nothing per
  * value (two stacks, not a pair per object).
  */
-export function scanDocument(input: unknown, max = MAX_DEPTH): { unstorable: boolean } {
+export function scanDocument(input: unknown, max = MAX_DEPTH, maxElements = Infinity): { unstorable: boolean } {
   const values: unknown[] = [input];
   const depths: number[] = [1];
   let unstorable = false;
+  let elements = 0;
   while (values.length > 0) {
+    if (++elements > maxElements) throw tooManyElements(maxElements);
     const v = values.pop();
     const depth = depths.pop()!;
     if (typeof v === 'string') {
@@ -341,8 +353,8 @@ export interface ClassifiedVcon {
  * Validates an incoming document and says what it is. Signed and encrypted forms are opaque:
  * only their envelope and header uuid are checked.
  */
-export function classifyVcon(input: unknown): ClassifiedVcon {
-  const { unstorable } = scanDocument(input);
+export function classifyVcon(input: unknown, maxElements = DEFAULT_MAX_ELEMENTS): ClassifiedVcon {
+  const { unstorable } = scanDocument(input, MAX_DEPTH, maxElements);
   if (!isPlainObject(input)) {
     throw new ValidationError('Invalid vCon: the body must be a JSON object (the vCon itself, not wrapped)', [
       { path: '(root)', message: 'must be an object' },

@@ -1,10 +1,11 @@
 import type { RequestHandler } from 'express';
 import type { Admission } from '../services/admission.js';
+import { onAnswer } from '../transport/in-flight.js';
 
 /**
- * Holds a turn of the database pool for the rest of the request (released when the response
- * closes, however it ends). Mounted after auth and body parsing, so neither an unauthenticated
- * request nor a slow upload ever occupies a connection's turn.
+ * Holds a turn of the database pool while the request works (released when its answer starts, or
+ * when the response closes however it ends). Mounted after auth and body parsing, so neither an
+ * unauthenticated request nor a slow upload ever occupies a connection's turn.
  */
 export function createAdmissionGate(admission: Admission): RequestHandler {
   return (_req, res, next) => {
@@ -15,7 +16,7 @@ export function createAdmissionGate(admission: Admission): RequestHandler {
         release();
         return;
       }
-      res.once('close', release);
+      onAnswer(res, release);
       next();
     }, next);
   };

@@ -11,6 +11,7 @@ import { createAuth } from '../transport/auth.js';
 import { createCors, REST_CORS } from '../transport/cors.js';
 import { sendError } from '../transport/errors.js';
 import { createBodyParser } from './body.js';
+import { createBodyGate } from '../transport/in-flight.js';
 import { createAdmissionGate } from './admission.js';
 import { createFastGet, type FastGet } from './fast-get.js';
 import { createFastCreate } from './fast-create.js';
@@ -93,6 +94,7 @@ export function buildApp(deps: AppDeps): Express {
   registerInfraRoutes(api, { config, services, buildInfo });
   if (config.rest.enabled) {
     api.use(createAuth(config, log));
+    api.use(createBodyGate(config.rest.bodyLimit, services.bodies));
     api.use(createBodyParser(config));
     api.use(createAdmissionGate(services.admission));
     registerVconRoutes(api, services);

@@ -9,6 +9,7 @@
 // database busy or down) through the same handler.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createFastBasics, hasBody, type FastGet, type FastGetDeps } from './fast-get.js';
+import { checkJsonValues } from '../domain/elements.js';
 
 /** The media types body.ts parses as JSON. */
 const JSON_TYPES = new Set(['application/json', 'application/vcon', 'application/vcon+json']);
@@ -20,14 +21,24 @@ function plainJson(contentType: string | undefined): boolean {
   return JSON_TYPES.has(type.trim()) && params.every((p) => ['charset=utf-8', 'charset="utf-8"'].includes(p.trim()));
 }
 
-/** The whole body as text (a leading BOM dropped, as body-parser's decoder does). */
-function readText(req: IncomingMessage, length: number): Promise<string> {
+/**
+ * The whole body as text (a leading BOM dropped, as body-parser's decoder does), once its JSON
+ * values are counted (over `maxElements`: 413, as body-parser's verify answers on express's path).
+ */
+function readText(req: IncomingMessage, length: number, maxElements: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       // One chunk (most bodies) is decoded as it is: concat would copy it into a new buffer first.
-      const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)).toString('utf8');
+      const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length);
+      try {
+        checkJsonValues(bytes, maxElements);
+      } catch (err) {
+        reject(err);
+        return;
+      }
+      const text = bytes.toString('utf8');
       resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     });
     // As raw-body: a client gone mid-body is 'aborted' (emitted before the ECONNRESET 'error').
@@ -48,10 +59,20 @@ export function createFastCreate(deps: FastGetDeps): FastGet | undefined {
   const limit = config.rest.bodyLimit;
   const authRequired = config.auth.required;
   const { resolveKey, headersOf, setCommonHeaders } = createFastBasics(config, buildInfo);
-  const { vcons, admission } = services;
+  const { vcons, admission, bodies } = services;
 
   const answer = async (req: IncomingMessage, res: ServerResponse, id: string, length: number, keyId: string | null) => {
-    const text = await readText(req, length);
+    // The body counts into the bytes in flight from before it is read until the answer is written.
+    const releaseBody = bodies.reserve(length);
+    try {
+      await create(req, res, id, length, keyId);
+    } finally {
+      releaseBody();
+    }
+  };
+
+  const create = async (req: IncomingMessage, res: ServerResponse, id: string, length: number, keyId: string | null) => {
+    const text = await readText(req, length, config.limits.maxElements);
     let doc: unknown;
     try {
       // As body-parser: an empty text (a body of just a BOM) is {}.

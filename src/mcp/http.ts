@@ -12,6 +12,8 @@ import type { Config } from '../config.js';
 import { createAuth, type AuthInfo } from '../transport/auth.js';
 import { createCors, MCP_CORS } from '../transport/cors.js';
 import { sendError } from '../transport/errors.js';
+import { createBodyGate } from '../transport/in-flight.js';
+import { verifyJsonValues } from '../domain/elements.js';
 import type { Scope } from '../services/context.js';
 import { buildMcpServer, type McpServerDeps } from './server.js';
 
@@ -93,7 +95,8 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
 
   // The REST keys and the REST error format; read-only keys may POST here (scope limits tools instead).
   const auth = createAuth(config, log, { enforceMethods: false });
-  const parseJson = express.json({ limit: config.rest.bodyLimit });
+  const parseJson = express.json({ limit: config.rest.bodyLimit, verify: verifyJsonValues(config.limits.maxElements) });
+  const bodyGate = createBodyGate(config.rest.bodyLimit, opts.services.bodies);
   /**
    * The body, with JSON-RPC answers for what only a JSON-RPC client would get wrong, as the SDK's
    * transport gives them: 415 for another content type or charset, 400 -32700 for a body that
@@ -315,8 +318,8 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
   return {
     mount(app) {
       const route = app.route(MCP_PATH).all(cors, available);
-      if (config.mcp.stateless) route.post(auth, json, statelessPost).get(auth, noSessions).delete(auth, noSessions);
-      else route.post(auth, json, post).get(auth, getOrDelete).delete(auth, getOrDelete);
+      if (config.mcp.stateless) route.post(auth, bodyGate, json, statelessPost).get(auth, noSessions).delete(auth, noSessions);
+      else route.post(auth, bodyGate, json, post).get(auth, getOrDelete).delete(auth, getOrDelete);
       route.all(methodNotAllowed);
     },
     stats() {

@@ -2,6 +2,7 @@ import type { BuildInfo } from '../version.js';
 import { isDatabaseCapacity } from '../domain/errors.js';
 import type { Admission } from './admission.js';
 import type { PoolSplit } from '../config.js';
+import type { BodyBudget, BodyBudgetStats } from './body-budget.js';
 
 /** healthy: the database answered; busy: it is up but this group's pool (or the server) is full; unhealthy: unreachable. */
 export type HealthState = 'healthy' | 'busy' | 'unhealthy';
@@ -38,6 +39,8 @@ export interface HealthReport {
   version: string;
   uptime_s: number;
   pool: PoolReport;
+  /** Request bodies read and worked on at once. */
+  bodies: BodyBudgetStats;
   /** null when not measured (busy or down). */
   index: IndexReport | null;
 }
@@ -52,6 +55,7 @@ export function createHealthService(deps: {
   admission: Admission;
   /** How the instance's connections divide (config.db.pool; default: the admission's turns, no thread, no analyze). */
   pool?: PoolSplit;
+  bodies: BodyBudget;
   schema: string;
   label: string | null;
   buildInfo: BuildInfo;
@@ -88,6 +92,7 @@ export function createHealthService(deps: {
         version: deps.buildInfo.version,
         uptime_s: Math.round((Date.now() - started) / 1000),
         pool: { ...split, in_use, waiting, connections: ping?.connections ?? null },
+        bodies: deps.bodies.stats(),
         index: ping?.index ?? null,
       };
     },
@@ -108,6 +113,7 @@ export function healthBody(h: HealthReport) {
     version: h.version,
     uptime_s: h.uptime_s,
     pool: h.pool,
+    bodies: h.bodies,
     index: h.index,
   };
 }

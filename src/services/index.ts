@@ -8,6 +8,7 @@ import type { SearchService } from './search-service.js';
 import type { DatabaseService } from './database-service.js';
 import type { AnalyticsService } from './analytics-service.js';
 import type { Admission } from './admission.js';
+import type { BodyBudget } from './body-budget.js';
 
 /** Every use case of one instance, as both transports see them. Wired in src/main.ts. */
 export interface Services {
@@ -22,6 +23,8 @@ export interface Services {
   analytics: AnalyticsService;
   /** Turns of the database pool: bounded wait, then database_busy. */
   admission: Admission;
+  /** Bytes of request bodies read at once (BODY_IN_FLIGHT_LIMIT): beyond it, server_busy. */
+  bodies: BodyBudget;
   /** Stops the background work (the embedding worker of a remote provider); the pool stays open. */
   stop(): Promise<void>;
 }

@@ -8,6 +8,7 @@ import {
   Attachment,
   checkDepth,
   classifyVcon,
+  DEFAULT_MAX_ELEMENTS,
   Dialog,
   MAX_DEPTH,
   Vcon,
@@ -30,6 +31,8 @@ export interface VconServiceDeps {
   /** Search indexing of written vCons (queued in the write's transaction, indexed after it). */
   index?: IndexNotifier;
   now?: () => Date;
+  /** VCON_MAX_ELEMENTS: the JSON values one vCon may hold, as created and after every change. */
+  maxElements?: number;
 }
 
 /** Options of a write: `waitFor: 'search'` answers only once the written vCons are searchable. */
@@ -92,6 +95,7 @@ export function listMetadata(r: ListRow): JsonObject {
 export function createVconService(deps: VconServiceDeps) {
   const { repo, transact, plugins } = deps;
   const now = deps.now ?? (() => new Date());
+  const maxElements = deps.maxElements ?? DEFAULT_MAX_ELEMENTS;
   const hasReadHooks = plugins.some((p) => p.hooks?.beforeRead || p.hooks?.afterRead);
   const hasCreateHooks = plugins.some((p) => p.hooks?.beforeCreate);
 
@@ -104,9 +108,9 @@ export function createVconService(deps: VconServiceDeps) {
 
   /** Validation plus beforeCreate (which may transform; the result is validated again). */
   async function prepareCreate(input: unknown, ctx: RequestCtx): Promise<ClassifiedVcon> {
-    const first = stageSync('validate', () => classifyVcon(input));
+    const first = stageSync('validate', () => classifyVcon(input, maxElements));
     const transformed = await runHook(plugins, 'beforeCreate', first.doc, ctx);
-    return transformed === first.doc ? first : classifyVcon(transformed);
+    return transformed === first.doc ? first : classifyVcon(transformed, maxElements);
   }
 
   /** beforeRead, load, afterRead: every read of a document passes here. */
@@ -135,7 +139,7 @@ export function createVconService(deps: VconServiceDeps) {
       }
       const { doc, result } = change(structuredClone(record.doc), record);
       doc.updated_at = now().toISOString();
-      const classified = classifyVcon(doc);
+      const classified = classifyVcon(doc, maxElements);
       await tx.upsert([toStored(classified, uuid, record.created_at)]);
       return { doc, result };
     });

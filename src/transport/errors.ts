@@ -124,7 +124,7 @@ export function sendErrorBody(req: Request, res: Response, status: number, c: Er
   const body: ErrorBody = { success: false, ...c };
   body.request_id = String(res.getHeader('X-Request-Id') ?? req.headers['x-request-id'] ?? '');
   if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
-  if (c.error === 'database_busy' && !res.headersSent) res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_S));
+  if ((c.error === 'database_busy' || c.error === 'server_busy') && !res.headersSent) res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_S));
   if (!res.headersSent) res.status(status).json(body);
   else res.end();
 }

@@ -12,20 +12,25 @@ const argv = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split
 describe('memory settings of a group process', () => {
   let ws: Workspace;
   beforeAll(() => {
-    ws = createWorkspace(['plain', 'tuned'], { tuned: { MALLOC_ARENA_MAX: '4', NODE_OPTIONS: '--max-semi-space-size=8' } });
+    ws = createWorkspace(['plain', 'tuned'], {
+      tuned: { MALLOC_ARENA_MAX: '4', NODE_OPTIONS: '--max-semi-space-size=8 --max-old-space-size=300', VCON_MEMORY_LIMIT: '1gb' },
+    });
   });
   afterAll(async () => {
     await ws?.run(['stop', '--all']);
     await ws?.cleanup();
   });
 
-  test('two malloc arenas, a 2 MB semi-space and single-threaded GC by default; an operator setting wins where NODE_OPTIONS may set it', async () => {
+  test('two malloc arenas, a 2 MB semi-space, single-threaded GC and a heap ceiling by default; an operator setting wins where NODE_OPTIONS may set it', async () => {
     const r = await ws.run(['start', '--all', '--detach']);
     expect(r.exitCode, r.stderr).toBe(0);
     const reg = ws.registry();
     expect(environ(reg.plain.pid)).toContain('MALLOC_ARENA_MAX=2');
     expect(argv(reg.plain.pid)).toContain('--max-semi-space-size=2');
     expect(argv(reg.plain.pid)).toContain('--single-threaded-gc');
+    // The heap ceiling: three quarters of VCON_MEMORY_LIMIT (512 MB by default), unless NODE_OPTIONS sets one.
+    expect(argv(reg.plain.pid)).toContain('--max-old-space-size=384');
+    expect(argv(reg.tuned.pid).filter((a) => a.startsWith('--max-old-space-size'))).toEqual([]);
     expect(environ(reg.tuned.pid)).toContain('MALLOC_ARENA_MAX=4');
     expect(environ(reg.tuned.pid)).not.toContain('MALLOC_ARENA_MAX=2');
     expect(argv(reg.tuned.pid)).not.toContain('--max-semi-space-size=2');

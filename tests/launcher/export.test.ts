@@ -20,7 +20,13 @@ let ws: Workspace;
 beforeAll(() => {
   ws = createWorkspace(['acme', 'Beta.team'], {
     acme: { VCON_REPLICAS: '3', MCP_HTTP_STATELESS: 'true', SHUTDOWN_TIMEOUT_MS: '20000', DATABASE_URL: 'postgres://acme:pw@db.internal:5432/vcon' },
-    'Beta.team': { SUPABASE_DB_SCHEMA: testSchemaName('l_beta'), REST_API_BASE_PATH: '/v2', MCP_HTTP_PORT: '8081', API_KEYS_READONLY: 'ro-key' },
+    'Beta.team': {
+      SUPABASE_DB_SCHEMA: testSchemaName('l_beta'),
+      REST_API_BASE_PATH: '/v2',
+      MCP_HTTP_PORT: '8081',
+      API_KEYS_READONLY: 'ro-key',
+      VCON_MEMORY_LIMIT: '1gb',
+    },
   });
 });
 afterAll(async () => ws?.cleanup());
@@ -77,6 +83,8 @@ describe('vcon-launch export --target kubernetes', () => {
       MCP_HTTP_PORT: '3000',
       MCP_HTTP_STATELESS: 'true',
       SUPABASE_DB_SCHEMA: ws.schemas.acme,
+      // The heap ceiling vcon-launch gives the group's process: three quarters of VCON_MEMORY_LIMIT.
+      NODE_OPTIONS: '--max-old-space-size=384',
     });
     // Secrets stay out of the plain env.
     expect(env.API_KEYS).toBeUndefined();
@@ -96,6 +104,9 @@ describe('vcon-launch export --target kubernetes', () => {
     expect(beta[1].spec.replicas).toBe(1);
     expect(bc.ports[0].containerPort).toBe(8081);
     expect(bc.readinessProbe.httpGet.path).toBe('/v2/health');
+    // The container's memory limit and its node's heap limit both come from VCON_MEMORY_LIMIT.
+    expect(bc.resources.limits).toEqual({ memory: '1024Mi' });
+    expect(bc.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=768' });
   });
 
   it('exports the shipped demo env file', async () => {
@@ -130,6 +141,9 @@ describe('vcon-launch export --target compose', () => {
     expect(beta.environment.DATABASE_URL).toMatch(/@postgres:5432\/vcon$/);
     expect(beta.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
     expect(beta.ports).toEqual(['8081:8081']);
+    expect(acme.mem_limit).toBe('512m');
+    expect(beta.mem_limit).toBe('1024m');
+    expect(beta.environment.NODE_OPTIONS).toBe('--max-old-space-size=768');
     expect(compose.services.postgres.healthcheck.test[0]).toBe('CMD');
   });
 

@@ -49,6 +49,8 @@ const PARITY: Record<string, Entry> = {
   'admission.run': { internal: 'turns of the database pool, taken by the REST gate and around every MCP call' },
   'admission.saturated': { internal: 'pool state read by /health (busy vs unreachable)' },
   'admission.stats': { internal: 'pool state reported by /health (pool.size, in_use, waiting)' },
+  'bodies.reserve': { internal: 'bytes of request bodies in flight, counted by the REST and MCP body gates before a body is read' },
+  'bodies.stats': { internal: 'bodies in flight reported by /health (bodies.limit, in_flight, peak, refused)' },
   'analytics.all': { rest: ['GET /analytics'] },
   'analytics.growth': { rest: ['GET /analytics/growth'] },
   'analytics.content': { rest: ['GET /analytics/content'] },
