@@ -1,6 +1,7 @@
 import express, { type RequestHandler } from 'express';
 import type { Config } from '../config.js';
 import { AppError } from '../domain/errors.js';
+import { checkJsonBytes } from '../domain/exact-json.js';
 import { sendError } from '../transport/errors.js';
 
 const JSON_TYPES = new Set(['application/json', 'application/vcon', 'application/vcon+json']);
@@ -16,6 +17,8 @@ export function createBodyParser(config: Config): RequestHandler {
     // A bare string, number or null is valid JSON: the route answers that it wants an object
     // (validation_failed), instead of body-parser calling it malformed (invalid_json).
     strict: false,
+    // Bytes that are not UTF-8 and numbers a double can't hold would be stored altered: refused.
+    verify: (_req, _res, buf, encoding) => checkJsonBytes(buf, encoding),
   });
   return (req, res, next) => {
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;

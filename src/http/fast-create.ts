@@ -9,6 +9,7 @@
 // database busy or down) through the same handler.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createFastBasics, hasBody, type FastGet, type FastGetDeps } from './fast-get.js';
+import { checkJsonBytes } from '../domain/exact-json.js';
 
 /** The media types body.ts parses as JSON. */
 const JSON_TYPES = new Set(['application/json', 'application/vcon', 'application/vcon+json']);
@@ -20,14 +21,24 @@ function plainJson(contentType: string | undefined): boolean {
   return JSON_TYPES.has(type.trim()) && params.every((p) => ['charset=utf-8', 'charset="utf-8"'].includes(p.trim()));
 }
 
-/** The whole body as text (a leading BOM dropped, as body-parser's decoder does). */
+/**
+ * The whole body as text (a leading BOM dropped, as body-parser's decoder does), refused as body.ts
+ * refuses it when it is not UTF-8 or holds a number a double can't hold.
+ */
 function readText(req: IncomingMessage, length: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       // One chunk (most bodies) is decoded as it is: concat would copy it into a new buffer first.
-      const text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)).toString('utf8');
+      const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length);
+      try {
+        checkJsonBytes(buf);
+      } catch (err) {
+        reject(err as Error);
+        return;
+      }
+      const text = buf.toString('utf8');
       resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     });
     // As raw-body: a client gone mid-body is 'aborted' (emitted before the ECONNRESET 'error').

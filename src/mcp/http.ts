@@ -12,6 +12,8 @@ import type { Config } from '../config.js';
 import { createAuth, type AuthInfo } from '../transport/auth.js';
 import { createCors, MCP_CORS } from '../transport/cors.js';
 import { sendError } from '../transport/errors.js';
+import { isInstance, ValidationError } from '../domain/errors.js';
+import { checkJsonBytes } from '../domain/exact-json.js';
 import type { Scope } from '../services/context.js';
 import { buildMcpServer, type McpServerDeps } from './server.js';
 
@@ -93,7 +95,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
 
   // The REST keys and the REST error format; read-only keys may POST here (scope limits tools instead).
   const auth = createAuth(config, log, { enforceMethods: false });
-  const parseJson = express.json({ limit: config.rest.bodyLimit });
+  const parseJson = express.json({ limit: config.rest.bodyLimit, verify: (_req, _res, buf, encoding) => checkJsonBytes(buf, encoding) });
   /**
    * The body, with JSON-RPC answers for what only a JSON-RPC client would get wrong, as the SDK's
    * transport gives them: 415 for another content type or charset, 400 -32700 for a body that
@@ -108,6 +110,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
     parseJson(req, res, (err?: unknown) => {
       const e = err as { status?: number; message?: string } | undefined;
       if (e?.status === 415) rpcError(res, 415, -32000, `Unsupported Media Type: ${e.message ?? 'the body must be UTF-8 JSON'}`);
+      else if (isInstance(err, ValidationError)) rpcError(res, 400, -32700, `Parse error: ${err.message}`);
       else if (e?.status === 400) rpcError(res, 400, -32700, `Parse error: the body is not valid JSON (${e.message ?? 'unreadable'})`);
       else next(err);
     });
