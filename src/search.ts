@@ -7,7 +7,7 @@ import { createSearchIndexRepo } from './db/search-index-repo.js';
 import { createIndexQueueRepo } from './db/index-queue-repo.js';
 import type { EmbeddingProvider } from './embeddings/types.js';
 import type { Plugin } from './plugins/hooks.js';
-import { INDEX_BATCH, createSearchIndexer, type IndexRepos, type IndexTransact } from './services/search-indexer.js';
+import { INDEX_BATCH, createSearchIndexer, type IndexRepos, type IndexState, type IndexTransact } from './services/search-indexer.js';
 import { createSearchService, type SearchService } from './services/search-service.js';
 import { createIndexWorker, type WakeCounter } from './services/index-worker.js';
 import type { IndexThreadData, IndexThreadMessage, IndexThreadReport } from './index-thread.js';
@@ -238,11 +238,13 @@ export function createSearch(deps: {
   // With a background indexer running, a search or wait_for only waits for it (and wakes it):
   // requests don't open indexing transactions of their own. Without one (stopped, tools), they index.
   const help = () => !worker.active();
+  // A search answers with what it could not see: past its wait, vCons acknowledged before it may
+  // still be queued (a bulk import's backlog), and the answer says how many instead of looking whole.
   const consistent =
-    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> => {
-      await indexer.catchUp(SEARCH_CATCH_UP_MS, help(), () => worker.hurry());
-      return fn(...args);
+    <A extends unknown[], R extends object>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R & { index: IndexState }> => {
+      const index = await indexer.catchUpState(SEARCH_CATCH_UP_MS, help(), () => worker.hurry());
+      return { ...(await fn(...args)), index };
     };
   const service: SearchService = { ...raw, content: consistent(raw.content), semantic: consistent(raw.semantic), hybrid: consistent(raw.hybrid) };
   const writes: IndexNotifier = {

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { fetchHealth, spawnChild, type Child } from '../child.js';
@@ -12,6 +12,8 @@ import { loadGroup, resolveDir, type GroupSpec } from '../groups.js';
 import { addEnvDirFlag, addInstancesDirFlag } from '../options.js';
 import { BATCH_MAX, type BatchItem } from '../../src/domain/responses.js';
 import { classifyVcon } from '../../src/domain/vcon.js';
+import { checkJsonBytes } from '../../src/domain/exact-json.js';
+import { jsonSyntaxPosition } from '../json-syntax.js';
 import { contentUuid } from '../content-uuid.js';
 import { note } from '../output.js';
 import { createRegistry } from '../registry.js';
@@ -47,6 +49,12 @@ export interface UuidCollision {
   kept: string;
 }
 
+/** A path under a given directory that import did not read, and why. */
+export interface IgnoredPath {
+  path: string;
+  reason: string;
+}
+
 /** What `vcon-launch import` did. */
 export interface ImportReport {
   group: string;
@@ -59,6 +67,8 @@ export interface ImportReport {
   /** vCons without a uuid that got their content-derived one. */
   derived_uuids: number;
   collisions: UuidCollision[];
+  /** Symbolic links and special files under the given directories: not followed, not read. */
+  ignored: IgnoredPath[];
   seconds: number;
   outcomes: ImportOutcome[];
   /** The running instance used, or "temporary" when the launcher started one. */
@@ -72,33 +82,79 @@ export interface ImportReport {
   running: boolean;
 }
 
-/** Every .json / .vcon file under the given paths (directories recursively), sorted, deduplicated. */
-export function collectFiles(paths: string[]): string[] {
+/**
+ * Every .json / .vcon file under the given paths (directories recursively), sorted, deduplicated.
+ * Only the given tree is read: a symbolic link or special file found inside a directory is not
+ * followed but listed in `ignored` (a link to another group's credentials file would otherwise put
+ * them into this group's data). A path given by name is read wherever it points.
+ */
+export function collectFiles(paths: string[]): { files: string[]; ignored: IgnoredPath[] } {
   const out = new Set<string>();
+  const ignored: IgnoredPath[] = [];
   const walk = (p: string, explicit: boolean) => {
     let st;
     try {
-      st = statSync(p);
+      st = explicit ? statSync(p) : lstatSync(p);
     } catch {
       throw new UserError(`${p}: no such file or directory`);
     }
     if (st.isDirectory()) {
       for (const f of readdirSync(p).sort()) walk(path.join(p, f), false);
+    } else if (st.isSymbolicLink()) {
+      ignored.push({ path: path.resolve(p), reason: 'a symbolic link (not followed: import reads the given tree only)' });
+    } else if (!st.isFile()) {
+      if (explicit || /\.(json|vcon)$/i.test(p)) ignored.push({ path: path.resolve(p), reason: 'not a regular file' });
     } else if (explicit || /\.(json|vcon)$/i.test(p)) {
       out.add(path.resolve(p));
     }
   };
   for (const p of paths) walk(p, true);
-  return [...out].sort();
+  return { files: [...out].sort(), ignored };
 }
 
-function readItems(file: string, rejected: ImportOutcome[]): Item[] {
+/**
+ * A file's bytes, refusing one that became a symbolic link or a special file since it was listed
+ * (O_NOFOLLOW: the link is not opened), unless it was given by name.
+ */
+function readRegularFile(file: string, follow: boolean): Buffer {
+  const fd = openSync(file, constants.O_RDONLY | (follow ? 0 : constants.O_NOFOLLOW) | constants.O_NONBLOCK);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The vCons of one file. A rejection never quotes the file: it may be anything (a password file
+ * given by mistake), so a file that is not JSON is said to be so at a line and column.
+ */
+function readItems(file: string, rejected: ImportOutcome[], follow: boolean): Item[] {
+  const reject = (reason: string) => {
+    rejected.push({ source: file, outcome: 'rejected', reason });
+    return [];
+  };
+  let bytes: Buffer;
+  try {
+    bytes = readRegularFile(file, follow);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return reject(`unreadable: ${code === 'ELOOP' ? 'a symbolic link (not followed)' : (code ?? (err as Error).message)}`);
+  }
+  const text = bytes.toString('utf8');
   let doc: unknown;
   try {
-    doc = JSON.parse(readFileSync(file, 'utf8'));
+    doc = JSON.parse(text);
+  } catch {
+    const at = jsonSyntaxPosition(text);
+    return reject(`invalid_json: the file is not JSON (line ${at.line}, column ${at.column})`);
+  }
+  try {
+    // Numbers a double can't hold and bytes that are not UTF-8 would be sent altered.
+    checkJsonBytes(bytes, 'utf-8', 'file');
   } catch (err) {
-    rejected.push({ source: file, outcome: 'rejected', reason: `invalid_json: ${(err as Error).message}` });
-    return [];
+    return reject(`validation_failed: ${(err as Error).message}`);
   }
   // A file may hold one vCon or an array of them (an export).
   if (Array.isArray(doc)) return doc.map((v, i) => identify(`${file}[${i}]`, v));
@@ -243,11 +299,11 @@ async function pendingIndex(api: string): Promise<number | null> {
 }
 
 /** Reads every file, yielding to the event loop now and then so a temporary instance can start meanwhile. */
-async function readAllItems(files: string[], rejected: ImportOutcome[]): Promise<Item[]> {
+async function readAllItems(files: string[], rejected: ImportOutcome[], given: ReadonlySet<string>): Promise<Item[]> {
   const out: Item[] = [];
   for (let i = 0; i < files.length; i++) {
     if (i % 500 === 499) await new Promise((r) => setImmediate(r));
-    for (const item of readItems(files[i], rejected)) out.push(item);
+    for (const item of readItems(files[i], rejected, given.has(files[i]))) out.push(item);
   }
   return out;
 }
@@ -309,7 +365,7 @@ export async function importFiles(
 ): Promise<ImportReport> {
   const spec = loadGroup(opts.group, resolveDir(opts.envDir), launcher);
   const headers = authHeaders(spec);
-  const files = collectFiles(opts.paths);
+  const { files, ignored } = collectFiles(opts.paths);
   if (!files.length) throw new UserError(`no .json or .vcon files under ${opts.paths.join(', ')}`);
   const running = createRegistry(resolveDir(opts.instancesDir)).get(spec.name);
   if (!running && !spec.config.rest.enabled) throw new UserError(`group ${spec.name} has REST_API_ENABLED=false; import needs the REST API`);
@@ -320,7 +376,7 @@ export async function importFiles(
   const outcomes: ImportOutcome[] = [];
   let read: Item[];
   try {
-    read = await readAllItems(files, outcomes);
+    read = await readAllItems(files, outcomes, new Set(opts.paths.map((p) => path.resolve(p))));
   } catch (err) {
     await temporary?.then(
       (t) => t.stop(),
@@ -378,6 +434,7 @@ export async function importFiles(
     skipped: count('skipped'),
     derived_uuids: derived,
     collisions,
+    ignored,
     seconds: (Date.now() - t0) / 1000,
     outcomes,
     via: running ? `running instance ${running.url} (pid ${running.pid})` : 'a temporary instance',
@@ -402,6 +459,10 @@ export function formatImport(r: ImportReport, cwd = process.cwd()): string {
     for (const c of r.collisions) {
       lines.push(`    uuid ${c.uuid}: ${c.sources.map(rel).join(', ')} -> stored ${rel(c.kept)}`);
     }
+  }
+  if (r.ignored.length) {
+    lines.push(`  ignored  ${r.ignored.length} (symbolic links and special files under the given directories are not read)`);
+    for (const i of r.ignored) lines.push(`    ${rel(i.path)}: ${i.reason}`);
   }
   if (r.derived_uuids)
     lines.push(`  ${r.derived_uuids} vCon(s) without a uuid got one derived from their content (importing them again replaces them)`);

@@ -67,6 +67,12 @@ export function createIndexQueueRepo(db: Db) {
       return r.upto;
     },
 
+    /** How many vCons queued up to a mark are not indexed yet, failed ones aside (keyword search finds those). */
+    async countUpTo(upto: string): Promise<number> {
+      const [r] = await db<{ n: number }[]>`select count(*)::int as n from index_queue where seq <= ${upto}::bigint and last_error is null`;
+      return r.n;
+    },
+
     /** Whether rows up to a mark (or of some vCons) are still queued, failed ones aside. */
     async pending(f: ClaimFilter): Promise<boolean> {
       const [r] = await db<{ any: boolean }[]>`

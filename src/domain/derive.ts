@@ -97,8 +97,14 @@ export const MAX_TAG_VALUE_CHARS = 1000;
  * of 200 characters (at most 600 bytes) the entry stays under 2650.
  */
 export const MAX_TAG_VALUE_BYTES = 2000;
+/**
+ * The object with its own fields only: derived rows must say what the stored document says, and
+ * an object whose prototype was replaced (a "__proto__" member assigned somewhere) would answer
+ * reads of fields it does not have from that prototype. A parsed document needs no copy.
+ */
+const own = (o: JsonObject): JsonObject => (Object.getPrototypeOf(o) === Object.prototype ? o : { ...o });
 const arr = (v: unknown): JsonObject[] =>
-  Array.isArray(v) ? v.map((x) => (x && typeof x === 'object' && !Array.isArray(x) ? (x as JsonObject) : {})) : [];
+  Array.isArray(v) ? v.map((x) => (x && typeof x === 'object' && !Array.isArray(x) ? own(x as JsonObject) : {})) : [];
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const bodyBytes = (v: unknown): number | null =>
   v === undefined || v === null ? null : Buffer.byteLength(typeof v === 'string' ? v : JSON.stringify(v));
@@ -140,6 +146,7 @@ export function readTagsBody(body: unknown): TagRow[] {
 
 /** All tags of a vCon (later attachments and later entries win for a repeated key). */
 export function readTags(doc: JsonObject): TagRow[] {
+  doc = own(doc);
   const map = new Map<string, string>();
   for (const a of arr(doc.attachments)) {
     if (!isTagsAttachment(a)) continue;
@@ -213,6 +220,7 @@ const isBase64 = (encoding: unknown) => encoding === 'base64url' || encoding ===
  * base64url) of dialogs, analyses and attachments. Call before extractUnits and pass the result.
  */
 export async function decodeBodies(doc: JsonObject): Promise<DecodedBodies> {
+  doc = own(doc);
   const out = new Map<string, string>();
   const lists: [UnitSource, JsonObject[]][] = [
     ['dialog', arr(doc.dialog)],
@@ -267,6 +275,7 @@ const clip = (s: string) => noNul(s.length > MAX_UNIT_CHARS ? s.slice(0, MAX_UNI
  * appear; emails appear as `decoded` holds them (decodeBodies), else not at all.
  */
 export function extractUnits(doc: JsonObject, decoded: DecodedBodies = new Map()): SearchUnit[] {
+  doc = own(doc);
   const units: SearchUnit[] = [];
   const push = (source: UnitSource, idx: number, text: string) => {
     const body = clip(text);
@@ -318,6 +327,7 @@ export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: D
       tags: [],
     };
   }
+  doc = own(doc);
   const parties = arr(doc.parties);
   const dialogs = arr(doc.dialog);
   const analyses = arr(doc.analysis);

@@ -25,6 +25,16 @@ export class ValidationError extends AppError {
   }
 }
 
+/** A ValidationError for `what` listing every problem, the first three in its message. */
+export function invalid(what: string, details: ErrorDetail[]): ValidationError {
+  const head = details
+    .slice(0, 3)
+    .map((d) => `${d.path}: ${d.message}`)
+    .join('; ');
+  const more = details.length > 3 ? ` (and ${details.length - 3} more)` : '';
+  return new ValidationError(`Invalid ${what}: ${head}${more}`, details);
+}
+
 export class InvalidParameterError extends AppError {
   constructor(
     readonly parameter: string,

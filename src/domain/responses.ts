@@ -232,12 +232,19 @@ const CorrectedQuery = z
   .nullable()
   .optional()
   .describe("Keyword and hybrid search: the query as searched when words found in no vCon were corrected from the group's vocabulary, else null");
+export const IndexState = z
+  .object({
+    pending: Count.describe('vCons written before the search that it could not see yet (also in the X-Index-Pending header)'),
+    complete: z.boolean().describe('True when the index held every vCon written before the search'),
+  })
+  .describe('Whether the answer covers every vCon written before the search: after waiting at most 2 s for the index, a backlog may remain');
 export const SearchResults = z.object({
   success: ok,
   corrected_query: CorrectedQuery,
   count: Count,
   results: z.array(SearchHit),
   pagination: Pagination,
+  index: IndexState,
 });
 export const HybridResults = SearchResults.extend({ results: z.array(HybridHit) });
 

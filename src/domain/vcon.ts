@@ -3,7 +3,7 @@
 // Unknown fields pass through (looseObject); services store the caller's own object, so key order
 // and unknown fields survive untouched.
 import { z } from 'zod';
-import { ValidationError, issueDetails, stringError } from './errors.js';
+import { ValidationError, invalid, issueDetails, stringError } from './errors.js';
 import { RANGE_PROBLEM, dateTimeProblem } from './dates.js';
 import { textProblem, unstorableText } from './text.js';
 import { tooManyElements } from './elements.js';
@@ -179,13 +179,7 @@ export function validate<T extends z.ZodType>(schema: T, value: unknown, what: s
   const r = schema.safeParse(value);
   const text = unstorableText(value, prefix);
   if (r.success && text.length === 0) return r.data;
-  const details = [...(r.success ? [] : issueDetails(r.error.issues, prefix)), ...text];
-  const head = details
-    .slice(0, 3)
-    .map((d) => `${d.path}: ${d.message}`)
-    .join('; ');
-  const more = details.length > 3 ? ` (and ${details.length - 3} more)` : '';
-  throw new ValidationError(`Invalid ${what}: ${head}${more}`, details);
+  throw invalid(what, [...(r.success ? [] : issueDetails(r.error.issues, prefix)), ...text]);
 }
 
 const isPlainObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -198,6 +192,16 @@ const isPlainObject = (v: unknown): v is JsonObject => typeof v === 'object' && 
  * ~20 s in JSON.parse alone.
  */
 export const DEFAULT_MAX_ELEMENTS = 250_000;
+
+/**
+ * `o[k] = v` as JSON.parse sets a member: a "__proto__" member stays an ordinary own field. An
+ * assignment would replace the object's prototype instead, so the member vanished from what is
+ * stored while every read of a missing field (subject, parties, attachments) found the planted one.
+ */
+export function setMember(o: JsonObject, k: string, v: unknown): void {
+  if (k === '__proto__') Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+  else o[k] = v;
+}
 
 /** Deepest nesting we store; real vCons stay under 20 levels, and deeper JSON breaks recursion. */
 export const MAX_DEPTH = 100;
@@ -360,12 +364,12 @@ export function classifyVcon(input: unknown, maxElements = DEFAULT_MAX_ELEMENTS)
       { path: '(root)', message: 'must be an object' },
     ]);
   }
-  if ('payload' in input && 'signatures' in input) {
+  if (Object.hasOwn(input, 'payload') && Object.hasOwn(input, 'signatures')) {
     const s = validate(SignedVcon, input, 'signed vCon');
     const uuid = s.signatures.map((x) => x.header?.uuid).find(Boolean);
     return { kind: 'signed', doc: input, uuid: uuid?.toLowerCase() };
   }
-  if ('ciphertext' in input && 'recipients' in input) {
+  if (Object.hasOwn(input, 'ciphertext') && Object.hasOwn(input, 'recipients')) {
     const e = validate(EncryptedVcon, input, 'encrypted vCon');
     return { kind: 'encrypted', doc: input, uuid: e.unprotected?.uuid?.toLowerCase() };
   }

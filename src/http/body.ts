@@ -1,7 +1,7 @@
 import express, { type RequestHandler } from 'express';
 import type { Config } from '../config.js';
 import { AppError } from '../domain/errors.js';
-import { verifyJsonValues } from '../domain/elements.js';
+import { jsonBodyVerify } from '../transport/json-body.js';
 import { sendError } from '../transport/errors.js';
 
 const JSON_TYPES = new Set(['application/json', 'application/vcon', 'application/vcon+json']);
@@ -17,8 +17,9 @@ export function createBodyParser(config: Config): RequestHandler {
     // A bare string, number or null is valid JSON: the route answers that it wants an object
     // (validation_failed), instead of body-parser calling it malformed (invalid_json).
     strict: false,
-    // The body's values are counted before the parse: over VCON_MAX_ELEMENTS, 413 without parsing it.
-    verify: verifyJsonValues(config.limits.maxElements),
+    // The body's values are counted before the parse (over VCON_MAX_ELEMENTS, 413 without parsing
+    // it); bytes that are not UTF-8 and numbers a double can't hold would be stored altered: refused.
+    verify: jsonBodyVerify(config.limits.maxElements),
   });
   return (req, res, next) => {
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;

@@ -10,6 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createFastBasics, hasBody, type FastGet, type FastGetDeps } from './fast-get.js';
 import { checkJsonValues } from '../domain/elements.js';
+import { checkJsonBytes } from '../domain/exact-json.js';
 
 /** The media types body.ts parses as JSON. */
 const JSON_TYPES = new Set(['application/json', 'application/vcon', 'application/vcon+json']);
@@ -23,7 +24,8 @@ function plainJson(contentType: string | undefined): boolean {
 
 /**
  * The whole body as text (a leading BOM dropped, as body-parser's decoder does), once its JSON
- * values are counted (over `maxElements`: 413, as body-parser's verify answers on express's path).
+ * values are counted (over `maxElements`: 413, as body-parser's verify answers on express's path)
+ * and its bytes checked as body.ts checks them (not UTF-8, or a number a double can't hold: 400).
  */
 function readText(req: IncomingMessage, length: number, maxElements: number): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -34,8 +36,9 @@ function readText(req: IncomingMessage, length: number, maxElements: number): Pr
       const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length);
       try {
         checkJsonValues(bytes, maxElements);
+        checkJsonBytes(bytes);
       } catch (err) {
-        reject(err);
+        reject(err as Error);
         return;
       }
       const text = bytes.toString('utf8');

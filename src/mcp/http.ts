@@ -13,7 +13,8 @@ import { createAuth, type AuthInfo } from '../transport/auth.js';
 import { createCors, MCP_CORS } from '../transport/cors.js';
 import { sendError } from '../transport/errors.js';
 import { createBodyGate } from '../transport/in-flight.js';
-import { verifyJsonValues } from '../domain/elements.js';
+import { isInstance, ValidationError } from '../domain/errors.js';
+import { jsonBodyVerify } from '../transport/json-body.js';
 import type { Scope } from '../services/context.js';
 import { buildMcpServer, type McpServerDeps } from './server.js';
 
@@ -95,7 +96,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
 
   // The REST keys and the REST error format; read-only keys may POST here (scope limits tools instead).
   const auth = createAuth(config, log, { enforceMethods: false });
-  const parseJson = express.json({ limit: config.rest.bodyLimit, verify: verifyJsonValues(config.limits.maxElements) });
+  const parseJson = express.json({ limit: config.rest.bodyLimit, verify: jsonBodyVerify(config.limits.maxElements) });
   const bodyGate = createBodyGate(config.rest.bodyLimit, opts.services.bodies);
   /**
    * The body, with JSON-RPC answers for what only a JSON-RPC client would get wrong, as the SDK's
@@ -111,6 +112,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
     parseJson(req, res, (err?: unknown) => {
       const e = err as { status?: number; message?: string } | undefined;
       if (e?.status === 415) rpcError(res, 415, -32000, `Unsupported Media Type: ${e.message ?? 'the body must be UTF-8 JSON'}`);
+      else if (isInstance(err, ValidationError)) rpcError(res, 400, -32700, `Parse error: ${err.message}`);
       else if (e?.status === 400) rpcError(res, 400, -32700, `Parse error: the body is not valid JSON (${e.message ?? 'unreadable'})`);
       else next(err);
     });

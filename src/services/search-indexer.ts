@@ -12,6 +12,12 @@ import type { ClaimFilter, IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';
 import { stage } from '../stages.js';
 
+/** Whether a search saw every vCon written before it: `pending` of them were not searchable yet. */
+export interface IndexState {
+  pending: number;
+  complete: boolean;
+}
+
 /** The repos of one transaction. */
 export interface IndexRepos {
   index: SearchIndexRepo;
@@ -306,6 +312,23 @@ export function createSearchIndexer(deps: {
     }
   }
 
+  /**
+   * Makes the index consistent with every write acknowledged before the call: one cheap query when
+   * the queue is empty, else waits for the queued rows up to now (indexing them itself with
+   * `help`), bounded. Says how many of those vCons are still not indexed after it (a backlog past
+   * the deadline), which a search answers with. vCons whose embedding failed are keyword-indexed
+   * and counted by /health (`failing`), not here.
+   */
+  async function catchUpState(deadlineMs: number, help = true, wake?: () => void): Promise<IndexState> {
+    const upto = await stage('sql: queue mark', () => queue.mark());
+    if (upto === null) return { pending: 0, complete: true };
+    // Another instance's writes: this instance's indexer would find them at its next poll.
+    wake?.();
+    if (await drain({ upto }, deadlineMs, help)) return { pending: 0, complete: true };
+    const pending = await queue.countUpTo(upto);
+    return { pending, complete: pending === 0 };
+  }
+
   return {
     embedVcons,
     indexRound,
@@ -313,17 +336,11 @@ export function createSearchIndexer(deps: {
     /** What the latest wait without `help` indexed itself (a copy). */
     lastHelp: (): HelpStats => ({ ...lastHelp }),
 
-    /**
-     * Makes the index consistent with every write acknowledged before the call: one cheap query
-     * when the queue is empty, else waits for the queued rows up to now (indexing them itself with
-     * `help`), bounded.
-     */
+    catchUpState,
+
+    /** catchUpState's verdict alone: whether every write acknowledged before the call is searchable. */
     async catchUp(deadlineMs: number, help = true, wake?: () => void): Promise<boolean> {
-      const upto = await stage('sql: queue mark', () => queue.mark());
-      if (upto === null) return true;
-      // Another instance's writes: this instance's indexer would find them at its next poll.
-      wake?.();
-      return drain({ upto }, deadlineMs, help);
+      return (await catchUpState(deadlineMs, help, wake)).complete;
     },
 
     /** Waits until the given vCons are indexed (wait_for=search), at most `deadlineMs`. */

@@ -12,7 +12,7 @@ import { createCodeCache } from './search-code-cache.js';
 import { classifyQuery, fuseRankings, keywordWeightOf } from './search-fusion.js';
 import { clipSnippet, windowSnippet } from './search-snippets.js';
 import { createKeywordRanker, type KeywordPlan } from './search-keyword.js';
-import { embeddableUnits } from './search-indexer.js';
+import { embeddableUnits, type IndexState } from './search-indexer.js';
 import { detectIdentifier, type Identifier } from './search-identifier.js';
 
 export type SearchKind = 'content' | 'semantic' | 'hybrid';
@@ -48,6 +48,8 @@ export interface SearchResponse {
   count: number;
   results: SearchResult[];
   pagination: { limit: number; offset: number; has_more: boolean };
+  /** Whether the index held every vCon written before the search (set where the search waits for the index: src/search.ts). */
+  index?: IndexState;
 }
 
 /** Raw parameters: strings from REST, typed values from MCP. */

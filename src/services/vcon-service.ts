@@ -11,6 +11,7 @@ import {
   DEFAULT_MAX_ELEMENTS,
   Dialog,
   MAX_DEPTH,
+  setMember,
   Vcon,
   validate,
   type ClassifiedVcon,
@@ -52,10 +53,10 @@ const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !==
 
 /** Puts the service-set fields in, keeping the caller's key order for everything else. */
 function withServiceFields(doc: JsonObject, uuid: string, createdAt: string | undefined, updatedAt: string | undefined): JsonObject {
-  const out: JsonObject = 'uuid' in doc ? {} : { uuid };
-  for (const [k, v] of Object.entries(doc)) out[k] = v;
+  const out: JsonObject = Object.hasOwn(doc, 'uuid') ? {} : { uuid };
+  for (const [k, v] of Object.entries(doc)) setMember(out, k, v);
   if (typeof out.uuid === 'string') out.uuid = uuid;
-  if (createdAt && !('created_at' in doc)) out.created_at = createdAt;
+  if (createdAt && !Object.hasOwn(doc, 'created_at')) out.created_at = createdAt;
   if (updatedAt) out.updated_at = updatedAt;
   return out;
 }
@@ -73,7 +74,7 @@ function toStored(c: ClassifiedVcon, uuid: string, now: Date): StoredVcon {
 /** Metadata view: every top-level field except the three arrays of content. */
 function metadataOf(doc: JsonObject): JsonObject {
   const out: JsonObject = {};
-  for (const [k, v] of Object.entries(doc)) if (k !== 'dialog' && k !== 'analysis' && k !== 'attachments') out[k] = v;
+  for (const [k, v] of Object.entries(doc)) if (k !== 'dialog' && k !== 'analysis' && k !== 'attachments') setMember(out, k, v);
   return out;
 }
 

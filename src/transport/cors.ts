@@ -11,7 +11,7 @@ export interface CorsPolicy {
   exposeHeaders?: readonly string[];
 }
 
-const EXPOSED = ['X-Request-Id', 'X-Version', 'X-Git-Commit', 'X-Build-Time', 'WWW-Authenticate'];
+const EXPOSED = ['X-Request-Id', 'X-Version', 'X-Git-Commit', 'X-Build-Time', 'WWW-Authenticate', 'X-Index-Pending'];
 
 export const REST_CORS: CorsPolicy = { methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] };
 export const MCP_CORS: CorsPolicy = {

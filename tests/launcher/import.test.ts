@@ -1,7 +1,7 @@
 // import of the fixtures into a stopped group (through a temporary instance): the counts match
 // what the API says to each file posted alone, in the same order, into a fresh schema; files that
 // share a uuid are named and only the last is sent; a second import stores nothing new.
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { canonicalJson, contentUuid, uuidV5 } from '../../cli/content-uuid.js';
@@ -129,6 +129,40 @@ describe('vcon-launch import', () => {
       await ws.run(['stop', '--all']);
     }
   }, 120_000);
+
+  test('reads the given tree only: links out of it are not followed, and no rejection quotes a file', async () => {
+    // Another group's credentials file and a directory outside the tree, linked into it.
+    const outside = path.join(ws.dir, 'outside');
+    mkdirSync(path.join(outside, 'sub'), { recursive: true });
+    writeFileSync(path.join(outside, 'beta.json'), JSON.stringify({ DATABASE_URL: 'postgres://vcon_beta:s3cret-beta@db/x' }));
+    writeFileSync(path.join(outside, 'sub', 'c.json'), JSON.stringify({ subject: 'outside the tree' }));
+    const dir = path.join(ws.dir, 'tree');
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, 'a.json'), JSON.stringify({ vcon: '0.3.0', uuid: '0195a1c2-0000-4000-8000-00000000a11c', subject: 'inside' }));
+    symlinkSync(path.join(outside, 'beta.json'), path.join(dir, 'creds.json'));
+    symlinkSync(path.join(outside, 'sub'), path.join(dir, 'linked'));
+    writeFileSync(path.join(dir, 'passwd.json'), 'root:x:0:0:root:/root:/bin/bash\n');
+    writeFileSync(path.join(dir, 'huge.json'), '{"subject":"n",\n "attachments":[{"body":{"n":1e400}}]}');
+    const r = await ws.run(['import', '--group', 'imp', dir, '--json']);
+    const report = JSON.parse(r.stdout);
+    expect(report.outcomes.map((o: any) => [path.basename(o.source), o.outcome]).sort()).toEqual([
+      ['a.json', 'stored'],
+      ['huge.json', 'rejected'],
+      ['passwd.json', 'rejected'],
+    ]);
+    expect(report.ignored).toEqual([
+      { path: path.join(dir, 'creds.json'), reason: expect.stringMatching(/^a symbolic link \(not followed/) },
+      { path: path.join(dir, 'linked'), reason: expect.stringMatching(/^a symbolic link \(not followed/) },
+    ]);
+    const reasons = Object.fromEntries(report.outcomes.map((o: any) => [path.basename(o.source), o.reason]));
+    expect(reasons['passwd.json']).toBe('invalid_json: the file is not JSON (line 1, column 1)');
+    expect(reasons['huge.json']).toMatch(/^validation_failed: Invalid file: attachments\[0\]\.body\.n: number 1e400 is outside the range/);
+    // For people: the links are named, and nothing of any file's content is shown.
+    const human = await ws.run(['import', '--group', 'imp', dir]);
+    expect(human.stdout).toMatch(/^ {2}ignored {2}2 \(symbolic links and special files under the given directories are not read\)$/m);
+    expect(human.stdout).toMatch(/creds\.json: a symbolic link/);
+    for (const out of [r.stdout, r.stderr, human.stdout, human.stderr]) expect(out).not.toMatch(/root:x|s3cret|outside the tree/);
+  }, 60_000);
 });
 
 describe('vcon-launch import, indexing behind', () => {

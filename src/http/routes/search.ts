@@ -1,25 +1,20 @@
-import type { Router } from 'express';
+import type { Response, Router } from 'express';
 import type { Services } from '../../services/index.js';
+import type { SearchResponse } from '../../services/search-service.js';
 import { ctxOf, methodNotAllowed, queryOf } from './util.js';
+
+/** A search's answer; X-Index-Pending repeats its `index.pending` (vCons written before it it could not see). */
+function sendResults(res: Response, r: SearchResponse): void {
+  if (r.index) res.setHeader('X-Index-Pending', String(r.index.pending));
+  res.json({ success: true, ...r });
+}
 
 /** Keyword, semantic and hybrid search routes (API.md "Search"). */
 export function registerSearchRoutes(router: Router, services: Services) {
-  router
-    .route('/vcons/search/content')
-    .get(async (req, res) => {
-      res.json({ success: true, ...(await services.search.content(queryOf(req), ctxOf(req, res))) });
-    })
-    .all(methodNotAllowed);
-  router
-    .route('/vcons/search/semantic')
-    .get(async (req, res) => {
-      res.json({ success: true, ...(await services.search.semantic(queryOf(req), ctxOf(req, res))) });
-    })
-    .all(methodNotAllowed);
-  router
-    .route('/vcons/search/hybrid')
-    .get(async (req, res) => {
-      res.json({ success: true, ...(await services.search.hybrid(queryOf(req), ctxOf(req, res))) });
-    })
-    .all(methodNotAllowed);
+  for (const kind of ['content', 'semantic', 'hybrid'] as const) {
+    router
+      .route(`/vcons/search/${kind}`)
+      .get(async (req, res) => sendResults(res, await services.search[kind](queryOf(req), ctxOf(req, res))))
+      .all(methodNotAllowed);
+  }
 }
