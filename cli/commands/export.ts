@@ -11,6 +11,7 @@ import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../gro
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { commandHint, note } from '../output.js';
 import { groupRoleNames, userOfUrl, withCredentials } from '../../src/db/roles.js';
+import { SECRET_VARIABLES } from '../../src/config.js';
 import { getBuildInfo } from '../../src/version.js';
 
 export type ExportTarget = 'kubernetes' | 'compose';
@@ -24,16 +25,6 @@ export interface ExportOptions extends GroupFlags {
 
 /** The port the server listens on inside a container when the env file leaves it to the OS (0). */
 export const CONTAINER_PORT = 3000;
-/** Variables that go into the Kubernetes Secret rather than the Deployment's plain env. */
-const SECRET_VARIABLES = new Set([
-  'API_KEYS',
-  'API_KEYS_READONLY',
-  'DATABASE_URL',
-  'SUPABASE_DB_URL',
-  'DATABASE_PASSWORD',
-  'ANALYZE_DATABASE_PASSWORD',
-  'EMBEDDINGS_API_KEY',
-]);
 /**
  * Memory from the bench (tests/bench/results, busy machine): one instance idles at ~92 MB RSS and
  * holds ~243 MB after 100,000 vCons and searches (word vectors loaded). The request covers the
@@ -190,6 +181,7 @@ export function kubernetesObjects(spec: GroupSpec, identity: Identity): Record<s
   const secret: Record<string, string> = {};
   const plain: { name: string; value: string }[] = [];
   for (const [k, v] of Object.entries(env).sort(([a], [b]) => a.localeCompare(b))) {
+    // Keys and passwords go into the Secret, the rest into the Deployment's plain env.
     if (SECRET_VARIABLES.has(k)) secret[k] = v;
     else plain.push({ name: k, value: v });
   }

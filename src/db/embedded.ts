@@ -26,6 +26,8 @@ export interface EmbeddedPostgres {
   dataDir: string;
   /** Leave the cluster; stops it when no other live process uses it. */
   release(): Promise<void>;
+  /** Counts another live process as a user (one that connects without joining, e.g. as another OS user). */
+  holdFor(pid: number): void;
 }
 
 interface Log {
@@ -336,6 +338,9 @@ export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Lo
     url: `postgres://${SUPERUSER}:${readSuperuserPassword(baseDir) ?? ''}@127.0.0.1:${port}/postgres`,
     port,
     dataDir: pgdata,
+    holdFor(pid) {
+      writeFileSync(path.join(usersDir, `${pid}-held`), '');
+    },
     async release() {
       if (released) return;
       released = true;
