@@ -260,7 +260,8 @@ export async function spawnChild(spec: GroupSpec, opts: SpawnOptions): Promise<C
   // As the group's user: started as a standby with the public variables, the rest sent over IPC.
   const proc = launch(['--standby'], publicEnv(opts.env), opts);
   proc.onLine = opts.onLine;
-  await proc.subprocess.sendMessage({ type: 'start', env: opts.env });
+  // A process that died before it could take the message is reported by awaitReady, with its output.
+  await proc.subprocess.sendMessage({ type: 'start', env: opts.env }).catch(() => undefined);
   return awaitReady(spec, proc, opts);
 }
 
