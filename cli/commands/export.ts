@@ -10,6 +10,7 @@ import { UserError } from '../errors.js';
 import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../groups.js';
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { commandHint, note } from '../output.js';
+import { groupRoleNamesOf } from '../roles.js';
 import { groupRoleNames, userOfUrl, withCredentials } from '../../src/db/roles.js';
 import { SECRET_VARIABLES } from '../../src/config.js';
 import { getBuildInfo } from '../../src/version.js';
@@ -82,7 +83,7 @@ function ownIdentity(spec: GroupSpec, store: CredentialStore): Record<string, st
   const url = spec.databaseUrl;
   if (!url) return undefined;
   const { user, password } = spec.config.db;
-  if ((user ?? userOfUrl(url)) === groupRoleNames(spec.config.db.schema).role) {
+  if ((user ?? userOfUrl(url)) === groupRoleNamesOf(spec, url).role) {
     const analyze = Object.fromEntries(
       ['ANALYZE_DATABASE_USER', 'ANALYZE_DATABASE_PASSWORD'].flatMap((k) => (spec.env[k] ? [[k, spec.env[k]]] : [])),
     );
@@ -105,7 +106,7 @@ export function composePasswordVariables(group: string): { role: string; analyze
 
 /** The identity of a group on the Compose file's shared service: its roles, passwords from Compose's environment. */
 function sharedServiceIdentity(spec: GroupSpec): Record<string, string> {
-  const names = groupRoleNames(spec.config.db.schema);
+  const names = groupRoleNames(COMPOSE_POSTGRES.database, spec.config.db.schema);
   const vars = composePasswordVariables(spec.name);
   const { host, database } = COMPOSE_POSTGRES;
   return {

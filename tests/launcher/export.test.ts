@@ -24,7 +24,8 @@ let ws: Workspace;
 /** The admin's password: it must appear in no exported document. */
 const ADMIN_PASSWORD = 's3cret-admin-pw';
 const ADMIN_URL = `postgres://admin:${ADMIN_PASSWORD}@db.internal:5432/vcon`;
-const roleOf = (ws: Workspace, group: string) => groupRoleNames(ws.schemas[group]);
+/** Role names of a group on a database named vcon (every URL here names one, and Compose's postgres service is one). */
+const roleOf = (ws: Workspace, group: string) => groupRoleNames('vcon', ws.schemas[group]);
 
 beforeAll(() => {
   const betaSchema = testSchemaName('l_beta');
@@ -267,7 +268,7 @@ describe('vcon-launch export --target compose', () => {
     expect(text).not.toContain(ADMIN_PASSWORD);
     for (const [name, svc] of Object.entries<any>(compose.services)) {
       if (name === 'postgres' || name === 'vcon-provision') continue;
-      const expected = groupRoleNames(svc.environment.SUPABASE_DB_SCHEMA);
+      const expected = groupRoleNames('vcon', svc.environment.SUPABASE_DB_SCHEMA);
       expect(/^postgres:\/\/([^:@]+)[:@]/.exec(svc.environment.DATABASE_URL)?.[1], name).toBe(expected.role);
       expect(JSON.stringify(svc.environment)).not.toContain('POSTGRES_PASSWORD');
     }
@@ -281,12 +282,19 @@ describe('vcon-launch export --target compose', () => {
       VCON_GAMMA_DB_PASSWORD: 'gamma-from-compose',
       VCON_GAMMA_ANALYZE_PASSWORD: 'gamma-analyze-from-compose',
     };
-    // The test database stands in for the postgres service; a private directory for the container's /tmp.
+    // A database vcon on the test server stands in for the postgres service; a private directory for the container's /tmp.
     const test = new URL(databaseUrl());
+    const admin = adminSql();
+    await admin.unsafe('create database vcon').catch((err: { code?: string }) => {
+      if (err.code !== '42P04') throw err; // exists already
+    });
+    await admin.end();
+    const vconDb = new URL(databaseUrl());
+    vconDb.pathname = '/vcon';
     const onTestServer = (v: string) =>
       interpolate(v, vars)
-        .replace(/postgres:\/\/postgres:pg-super-pw@postgres:5432\/vcon/, databaseUrl())
-        .replace(/@postgres:5432\/vcon/, `@${test.host}${test.pathname}`);
+        .replace(/postgres:\/\/postgres:pg-super-pw@postgres:5432\/vcon/, vconDb.toString())
+        .replace(/@postgres:5432\/vcon/, `@${test.host}/vcon`);
     const tmp = path.join(ws.dir, 'provision-tmp');
     const bin = path.join(ws.dir, 'bin');
     mkdirSync(bin, { recursive: true });
@@ -307,15 +315,21 @@ describe('vcon-launch export --target compose', () => {
       await sql.end();
     }
     // The password is the one Compose passed (checked where the server stores it).
-    const admin = adminSql();
+    const vcon = postgres(vconDb.toString(), { max: 1, onnotice: () => {} });
     try {
-      const [{ verifier }] = await admin<
+      const [{ verifier }] = await vcon<
         { verifier: string }[]
       >`select rolpassword as verifier from pg_authid where rolname = ${roleOf(ws, 'gamma').role}`;
       expect(scramMatches(verifier, 'gamma-from-compose')).toBe(true);
       expect(scramMatches(verifier, 'something-else')).toBe(false);
     } finally {
-      await admin.end();
+      // The roles own objects in vcon: dropped there (the workspace's cleanup works on the test database).
+      const { role, analyzeRole } = roleOf(ws, 'gamma');
+      await vcon.unsafe(`drop schema if exists "${ws.schemas.gamma}" cascade`);
+      await vcon.unsafe(`drop owned by "${role}", "${analyzeRole}" cascade`);
+      await vcon.unsafe(`drop role "${analyzeRole}"`);
+      await vcon.unsafe(`drop role "${role}"`);
+      await vcon.end();
     }
     expect(readFileSync(path.join(tmp, 'gamma.env'), 'utf8')).toContain('gamma-from-compose');
   });
