@@ -1,14 +1,15 @@
 // One group's vcon-server process: spawn, readiness handshake (IPC, then /health), stop.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
-import { heapLimitMiB, memoryLimitOf } from '../src/config.js';
+import { heapLimitMiB, memoryLimitOf, SECRET_VARIABLES } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
 import { isAlive } from '../src/process.js';
 import { UserError } from './errors.js';
 import type { GroupSpec } from './groups.js';
+import type { RunAs } from './os-users.js';
 
 /** The compiled server entry point every child runs. */
 export function serverEntry(): string {
@@ -57,7 +58,15 @@ export interface SpawnOptions {
   /** Foreground children: every output line, for prefixing. */
   onLine?: (line: string) => void;
   timeoutMs?: number;
+  /**
+   * Run as this OS user; the secrets of `env` then reach the process over IPC after it started,
+   * never through its environment (which /proc/<pid>/environ shows).
+   */
+  runAs?: RunAs;
 }
+
+/** The environment without keys and passwords: what a process started as a group's user is given. */
+const publicEnv = (env: Record<string, string>) => Object.fromEntries(Object.entries(env).filter(([k]) => !SECRET_VARIABLES.has(k)));
 
 /** `${api}/health` → status and body; never throws. */
 export async function fetchHealth(api: string, timeoutMs = 2_000): Promise<{ status: number; body: unknown }> {
@@ -129,8 +138,9 @@ const heapFlag = (env: Record<string, string>) =>
  */
 export const childEnvDefaults = (env: Record<string, string>): Record<string, string> => ({ MALLOC_ARENA_MAX: '2', ...env });
 
-const spawnServer = (args: string[], env: Record<string, string>, detached: boolean, output: 'pipe') =>
+const spawnServer = (args: string[], env: Record<string, string>, detached: boolean, output: 'pipe', runAs: RunAs | undefined) =>
   execa(process.execPath, [...childNodeFlags(env), serverEntry(), ...args], {
+    ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
     env: childEnvDefaults(env),
     extendEnv: false,
     ipc: true,
@@ -152,15 +162,17 @@ interface Proc {
   onLine: ((line: string) => void) | undefined;
 }
 
-function launch(args: string[], env: Record<string, string>, opts: { detached?: boolean; logFile?: string }): Proc {
+function launch(args: string[], env: Record<string, string>, opts: { detached?: boolean; logFile?: string; runAs?: RunAs }): Proc {
   let logFd: number | undefined;
   if (opts.detached && opts.logFile) {
     mkdirSync(path.dirname(opts.logFile), { recursive: true });
-    logFd = openSync(opts.logFile, 'a');
+    // The launcher's file, written through the descriptor: other groups' users cannot read it.
+    logFd = openSync(opts.logFile, 'a', 0o600);
+    chmodSync(opts.logFile, 0o600);
   }
   // execa's types want one literal per call; the runtime accepts a pipe, 'ignore' or a file descriptor alike.
   const output = (logFd ?? (opts.detached ? 'ignore' : 'pipe')) as 'pipe';
-  const subprocess = spawnServer(args, env, Boolean(opts.detached), output);
+  const subprocess = spawnServer(args, env, Boolean(opts.detached), output, opts.runAs);
   if (logFd !== undefined) closeSync(logFd);
   const proc: Proc = {
     subprocess,
@@ -249,8 +261,16 @@ async function awaitReady(spec: GroupSpec, proc: Proc, opts: { logFile?: string;
  * /health answers 200. On failure the child is killed and the error names the group and the reason.
  */
 export async function spawnChild(spec: GroupSpec, opts: SpawnOptions): Promise<Child> {
-  const proc = launch([], opts.env, opts);
+  if (!opts.runAs) {
+    const proc = launch([], opts.env, opts);
+    proc.onLine = opts.onLine;
+    return awaitReady(spec, proc, opts);
+  }
+  // As the group's user: started as a standby with the public variables, the rest sent over IPC.
+  const proc = launch(['--standby'], publicEnv(opts.env), opts);
   proc.onLine = opts.onLine;
+  // A process that died before it could take the message is reported by awaitReady, with its output.
+  await proc.subprocess.sendMessage({ type: 'start', env: opts.env }).catch(() => undefined);
   return awaitReady(spec, proc, opts);
 }
 
@@ -275,7 +295,9 @@ export function spawnStandby(baseEnv: Record<string, string>): Standby {
       if (used || proc.subprocess.exitCode !== null || !proc.subprocess.connected || !sameHeap) return spawnChild(spec, opts);
       used = true;
       proc.onLine = opts.onLine;
-      await proc.subprocess.sendMessage({ type: 'start', env: opts.env });
+      // A standby runs as the launcher's user: it switches to the group's before reading the env.
+      const runAs = opts.runAs ? { uid: opts.runAs.uid, gid: opts.runAs.gid } : undefined;
+      await proc.subprocess.sendMessage({ type: 'start', env: opts.env, runAs });
       return awaitReady(spec, proc, opts);
     },
     async dispose() {

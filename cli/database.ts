@@ -9,6 +9,8 @@ export interface Databases {
   urlOf(spec: GroupSpec): string;
   /** Whether the group runs on the embedded cluster. */
   isEmbedded(spec: GroupSpec): boolean;
+  /** Keeps the group's embedded cluster running while `pid` lives (a child that did not join it itself). */
+  holdFor(spec: GroupSpec, pid: number): void;
   release(): Promise<void>;
 }
 
@@ -34,6 +36,9 @@ export async function openDatabases(specs: GroupSpec[], opts: { verbose?: boolea
     },
     isEmbedded(spec) {
       return !spec.databaseUrl;
+    },
+    holdFor(spec, pid) {
+      embedded.get(spec.config.dataDir)?.holdFor(pid);
     },
     async release() {
       await Promise.all([...embedded.values()].map((e) => e.release()));

@@ -13,6 +13,8 @@ export interface LauncherEnvironment {
   roles: boolean;
   /** VCON_LAUNCH_ALLOW_SHARED_SUPERUSER: groups may share a superuser connection on one database. */
   allowSharedSuperuser: boolean;
+  /** VCON_LAUNCH_GROUP_USERS: each group's server as its own OS user (auto: when the launcher is root). */
+  groupUsers: 'on' | 'off' | 'auto';
 }
 
 const SERVER_VARIABLES = new Set(Object.keys(EnvSchema.shape));
@@ -33,5 +35,6 @@ export function readLauncherEnvironment(env: EnvInput = process.env): LauncherEn
     interactive: Boolean(process.stderr.isTTY),
     roles: !isOff(env.VCON_LAUNCH_ROLES),
     allowSharedSuperuser: isOn(env.VCON_LAUNCH_ALLOW_SHARED_SUPERUSER),
+    groupUsers: isOn(env.VCON_LAUNCH_GROUP_USERS) ? 'on' : isOff(env.VCON_LAUNCH_GROUP_USERS) ? 'off' : 'auto',
   };
 }

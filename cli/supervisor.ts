@@ -2,6 +2,7 @@
 // backoff, keeps the registry current, and stops everything on request.
 import { spawnChild, spawnStandby, type Child, type ExitInfo, type Standby } from './child.js';
 import type { GroupSpec } from './groups.js';
+import type { RunAs } from './os-users.js';
 import { note } from './output.js';
 import { spawnKeepingPort } from './ports.js';
 import { instanceKey, type Registry, type RegistryEntry } from './registry.js';
@@ -23,6 +24,8 @@ export interface Slot {
   analyze?: number;
   /** host:port of the server whose connection budget it counts against (the embedded cluster's resolved). */
   serverKey?: string;
+  /** The group's own OS user, when groups run as their own users. */
+  runAs?: RunAs;
   child?: Child;
 }
 
@@ -143,7 +146,7 @@ export function createSupervisor(
   const restart = async (slot: Slot, attempt: number) => {
     try {
       const sb = takeStandby();
-      const opts = { env: slot.env, onLine: deps.prefix(slotKey(slot)) };
+      const opts = { env: slot.env, onLine: deps.prefix(slotKey(slot)), runAs: slot.runAs };
       // Back on the port it had, so the URL clients were given stays true.
       const child = await spawnKeepingPort(slot.spec, opts, deps.registry.lastPort(slotKey(slot)), (o) =>
         sb ? sb.activate(slot.spec, o) : spawnChild(slot.spec, o),

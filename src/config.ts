@@ -255,6 +255,17 @@ export const EnvSchema = z.object({
 
 export type EnvInput = Record<string, string | undefined>;
 
+/** Variables that hold keys or passwords: kept out of process environments and plain manifests. */
+export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
+  'API_KEYS',
+  'API_KEYS_READONLY',
+  'DATABASE_URL',
+  'SUPABASE_DB_URL',
+  'DATABASE_PASSWORD',
+  'ANALYZE_DATABASE_PASSWORD',
+  'EMBEDDINGS_API_KEY',
+]);
+
 export interface Config {
   nodeEnv: string;
   production: boolean;

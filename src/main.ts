@@ -317,18 +317,26 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
 }
 
 /**
- * A standby (`--standby`, started by vcon-launch's foreground supervisor over IPC) has loaded every
- * module and waits for `{type: 'start', env}`: a crashed group comes back without a cold start.
+ * A standby (`--standby`, started by vcon-launch over IPC) has loaded every module and waits for
+ * `{type: 'start', env, runAs?}`: a crashed group comes back without a cold start, and a group
+ * started as its own OS user gets its keys and passwords here rather than in its environment.
  */
 function waitForStart(): Promise<Record<string, string | undefined>> {
   return new Promise((resolve) => {
     // The supervisor is gone: there is nothing to stand by for.
     const onDisconnect = () => process.exit(0);
     const onMessage = (m: unknown) => {
-      const msg = m as { type?: string; env?: Record<string, string | undefined> } | null;
+      const msg = m as { type?: string; env?: Record<string, string | undefined>; runAs?: { uid: number; gid: number } } | null;
       if (msg?.type !== 'start' || !msg.env) return;
       process.off('message', onMessage);
       process.off('disconnect', onDisconnect);
+      // A standby of a root launcher becomes the group's unprivileged user before it reads anything
+      // of the group's (supplementary groups first: they would survive the switch).
+      if (msg.runAs) {
+        process.setgroups?.([]);
+        process.setgid?.(msg.runAs.gid);
+        process.setuid?.(msg.runAs.uid);
+      }
       resolve(msg.env);
     };
     process.on('message', onMessage);

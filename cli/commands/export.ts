@@ -4,11 +4,15 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
+import { createCredentialStore, type CredentialStore } from '../credentials.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
 import { UserError } from '../errors.js';
 import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../groups.js';
-import { addGroupFlags, type GroupFlags } from '../options.js';
-import { note } from '../output.js';
+import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
+import { commandHint, note } from '../output.js';
+import { groupRoleNamesOf } from '../roles.js';
+import { groupRoleNames, userOfUrl, withCredentials } from '../../src/db/roles.js';
+import { SECRET_VARIABLES } from '../../src/config.js';
 import { getBuildInfo } from '../../src/version.js';
 import { heapLimitMiB } from '../../src/config.js';
 
@@ -17,20 +21,12 @@ export type ExportTarget = 'kubernetes' | 'compose';
 export interface ExportOptions extends GroupFlags {
   target: string;
   out?: string;
+  /** Where `start` keeps the groups' role passwords (instances/credentials/). */
+  instancesDir?: string;
 }
 
 /** The port the server listens on inside a container when the env file leaves it to the OS (0). */
 export const CONTAINER_PORT = 3000;
-/** Variables that go into the Kubernetes Secret rather than the Deployment's plain env. */
-const SECRET_VARIABLES = new Set([
-  'API_KEYS',
-  'API_KEYS_READONLY',
-  'DATABASE_URL',
-  'SUPABASE_DB_URL',
-  'DATABASE_PASSWORD',
-  'ANALYZE_DATABASE_PASSWORD',
-  'EMBEDDINGS_API_KEY',
-]);
 /**
  * Memory from the bench (tests/bench/results, busy machine): one instance idles at ~92 MB RSS and
  * holds ~243 MB after 100,000 vCons and searches (word vectors loaded). The request covers the
@@ -46,10 +42,10 @@ const nodeOptionsOf = (spec: GroupSpec, env: Record<string, string>) =>
     : `${env.NODE_OPTIONS ?? ''} --max-old-space-size=${heapLimitMiB(spec.config.limits.memory)}`.trim();
 /** Seconds the pod gets beyond the server's own drain budget (SIGTERM → close → exit). */
 const GRACE_MARGIN_S = 5;
-/** The database URL a group without one gets in Compose: the shared PostgreSQL service. */
-const COMPOSE_DATABASE_URL = 'postgres://vcon:${POSTGRES_PASSWORD:-vcon}@postgres:5432/vcon';
-/** A placeholder for Kubernetes groups whose env file names no database a pod could reach. */
-const KUBERNETES_DATABASE_PLACEHOLDER = 'postgres://vcon:CHANGE_ME@postgres:5432/vcon';
+/** The shared PostgreSQL service of a Compose export: its superuser is used by the provisioning step alone. */
+const COMPOSE_POSTGRES = { host: 'postgres:5432', database: 'vcon', superuser: 'postgres' };
+/** Compose refuses to start while a variable written `${NAME:?…}` is unset or empty: no default passwords. */
+const required = (variable: string) => `\${${variable}:?set ${variable}}`;
 
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[?::1\]?)$/i;
 
@@ -75,8 +71,61 @@ export function resourceName(group: string): string {
 /** The image tag manifests refer to (built from the repository's Dockerfile). */
 export const imageOf = () => `vcon-launch:${getBuildInfo().version}`;
 
-/** The container's environment: the group's, listening on all interfaces at a fixed port. */
-function containerEnv(spec: GroupSpec): { env: Record<string, string>; port: number; databaseFromFile: boolean } {
+/** Variables that say who a group connects as: replaced by the group's own identity. */
+const IDENTITY_VARIABLES = [
+  'DATABASE_URL',
+  'SUPABASE_DB_URL',
+  'DATABASE_USER',
+  'DATABASE_PASSWORD',
+  'ANALYZE_DATABASE_USER',
+  'ANALYZE_DATABASE_PASSWORD',
+];
+
+/**
+ * The variables that connect a group as its own PostgreSQL role, never as the URL's user when that
+ * is someone else (the launcher's admin): the env file's URL as it is when it already names the
+ * role (`provision` wrote it), else the role `start` made, from the credentials store. Undefined
+ * when the group has neither.
+ */
+function ownIdentity(spec: GroupSpec, store: CredentialStore): Record<string, string> | undefined {
+  const url = spec.databaseUrl;
+  if (!url) return undefined;
+  const { user, password } = spec.config.db;
+  if ((user ?? userOfUrl(url)) === groupRoleNamesOf(spec, url).role) {
+    const analyze = Object.fromEntries(
+      ['ANALYZE_DATABASE_USER', 'ANALYZE_DATABASE_PASSWORD'].flatMap((k) => (spec.env[k] ? [[k, spec.env[k]]] : [])),
+    );
+    return { DATABASE_URL: withCredentials(url, user, password), ...analyze };
+  }
+  const creds = store.get(spec.name);
+  if (!creds || creds.schema !== spec.config.db.schema) return undefined;
+  return {
+    DATABASE_URL: withCredentials(url, creds.role, creds.password),
+    ANALYZE_DATABASE_USER: creds.analyze_role,
+    ANALYZE_DATABASE_PASSWORD: creds.analyze_password,
+  };
+}
+
+/** The Compose variables holding a group's role passwords on the shared service (VCON_<GROUP>_…). */
+export function composePasswordVariables(group: string): { role: string; analyze: string } {
+  const base = `VCON_${group.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}`;
+  return { role: `${base}_DB_PASSWORD`, analyze: `${base}_ANALYZE_PASSWORD` };
+}
+
+/** The identity of a group on the Compose file's shared service: its roles, passwords from Compose's environment. */
+function sharedServiceIdentity(spec: GroupSpec): Record<string, string> {
+  const names = groupRoleNames(COMPOSE_POSTGRES.database, spec.config.db.schema);
+  const vars = composePasswordVariables(spec.name);
+  const { host, database } = COMPOSE_POSTGRES;
+  return {
+    DATABASE_URL: `postgres://${names.role}:${required(vars.role)}@${host}/${database}`,
+    ANALYZE_DATABASE_USER: names.analyzeRole,
+    ANALYZE_DATABASE_PASSWORD: required(vars.analyze),
+  };
+}
+
+/** The container's environment: the group's, listening on all interfaces at a fixed port, connecting as `identity`. */
+function containerEnv(spec: GroupSpec, identity: Record<string, string>): { env: Record<string, string>; port: number } {
   const env = { ...spec.env };
   const port = spec.config.mcp.port || CONTAINER_PORT;
   env.MCP_TRANSPORT = 'http';
@@ -87,30 +136,65 @@ function containerEnv(spec: GroupSpec): { env: Record<string, string>; port: num
   delete env.VCON_DATA_DIR;
   // Read by the launcher and by the orchestrator (replicas), not by the server.
   delete env.VCON_REPLICAS;
-  const databaseFromFile = reachableFromContainer(spec.config.db.url);
-  if (!databaseFromFile) {
-    delete env.DATABASE_URL;
-    delete env.SUPABASE_DB_URL;
+  for (const k of IDENTITY_VARIABLES) delete env[k];
+  return { env: { ...env, ...identity }, port };
+}
+
+/** Each group's identity in the target, or one UserError naming every group that has none yet. */
+function resolveIdentities(specs: GroupSpec[], target: ExportTarget, store: CredentialStore, envDirFlag: string): Map<string, Identity> {
+  const envFlag = envDirFlag === 'env' ? '' : ` --env-dir ${JSON.stringify(envDirFlag)}`;
+  const out = new Map<string, Identity>();
+  const refusals: string[] = [];
+  for (const spec of specs) {
+    const provision = commandHint(`provision --group ${spec.name}${envFlag}`);
+    if (target === 'compose' && !reachableFromContainer(spec.databaseUrl)) {
+      out.set(spec.name, { env: sharedServiceIdentity(spec), shared: true });
+      continue;
+    }
+    const own = ownIdentity(spec, store);
+    if (own) {
+      out.set(spec.name, { env: own, shared: false });
+      continue;
+    }
+    refusals.push(
+      spec.databaseUrl
+        ? `group ${spec.name}: its DATABASE_URL connects as ${spec.config.db.user ?? userOfUrl(spec.databaseUrl)}, not as the group's own role, and export never hands a group the launcher's credentials; give it its role first: ${provision}`
+        : `group ${spec.name}: no database a pod can reach; set DATABASE_URL in ${spec.envFile} to the PostgreSQL server the pods will use (a user that may create roles), then: ${provision}`,
+    );
   }
-  return { env, port, databaseFromFile };
+  const byVariable = new Map<string, string>();
+  for (const spec of specs.filter((s) => out.get(s.name)?.shared)) {
+    const variable = composePasswordVariables(spec.name).role;
+    const other = byVariable.get(variable);
+    if (other) refusals.push(`groups ${other} and ${spec.name} would share the Compose variable ${variable}; rename one`);
+    byVariable.set(variable, spec.name);
+  }
+  if (refusals.length) throw new UserError(refusals.join('\n'));
+  return out;
+}
+
+/** A group's database identity in an export: its own role's variables; `shared` on the Compose file's postgres service. */
+interface Identity {
+  env: Record<string, string>;
+  shared: boolean;
 }
 
 const healthPath = (spec: GroupSpec) => `${spec.config.rest.basePath}/health`;
 const gracePeriod = (spec: GroupSpec) => Math.ceil(spec.config.shutdownTimeoutMs / 1000) + GRACE_MARGIN_S;
 
 /** Secret, Deployment and Service of one group, as plain Kubernetes objects. */
-export function kubernetesObjects(spec: GroupSpec): Record<string, unknown>[] {
+export function kubernetesObjects(spec: GroupSpec, identity: Identity): Record<string, unknown>[] {
   const name = resourceName(spec.name);
   const labels = { 'app.kubernetes.io/name': 'vcon-launch', 'app.kubernetes.io/instance': name, 'vcon-launch/group': spec.name };
   const selector = { 'app.kubernetes.io/name': 'vcon-launch', 'app.kubernetes.io/instance': name };
-  const { env, port, databaseFromFile } = containerEnv(spec);
+  const { env, port } = containerEnv(spec, identity.env);
   const secret: Record<string, string> = {};
   const plain: { name: string; value: string }[] = [];
   for (const [k, v] of Object.entries(env).sort(([a], [b]) => a.localeCompare(b))) {
+    // Keys and passwords go into the Secret, the rest into the Deployment's plain env.
     if (SECRET_VARIABLES.has(k)) secret[k] = v;
     else plain.push({ name: k, value: v });
   }
-  if (!databaseFromFile) secret.DATABASE_URL = KUBERNETES_DATABASE_PLACEHOLDER;
   const probe = { httpGet: { path: healthPath(spec), port: 'http' } };
   return [
     { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, type: 'Opaque', stringData: secret },
@@ -155,16 +239,43 @@ export function kubernetesObjects(spec: GroupSpec): Record<string, unknown>[] {
   ];
 }
 
-/** One Compose file: a service per group and the shared PostgreSQL its groups without a database use. */
-export function composeFile(specs: GroupSpec[]): Record<string, unknown> {
-  const services: Record<string, unknown> = {};
-  let usesShared = false;
+/**
+ * The one-shot service that gives each group on the shared postgres service its own roles:
+ * `vcon-launch provision` over the superuser's URL, which no group's service gets, with env files
+ * written from its environment (the passwords interpolated by Compose).
+ */
+function provisionService(specs: GroupSpec[], identities: Map<string, Identity>): Record<string, unknown> {
+  const dir = '/tmp/vcon-env';
+  const environment: Record<string, string> = {
+    DATABASE_URL: `postgres://${COMPOSE_POSTGRES.superuser}:${required('POSTGRES_PASSWORD')}@${COMPOSE_POSTGRES.host}/${COMPOSE_POSTGRES.database}`,
+  };
+  const writes: string[] = [];
   for (const spec of specs) {
-    const { env, port, databaseFromFile } = containerEnv(spec);
-    if (!databaseFromFile) {
-      env.DATABASE_URL = COMPOSE_DATABASE_URL;
-      usesShared = true;
-    }
+    const id = identities.get(spec.name)!;
+    if (!id.shared) continue;
+    const variable = `${composePasswordVariables(spec.name).role.replace(/_DB_PASSWORD$/, '')}_ENV`;
+    environment[variable] = Object.entries({ SUPABASE_DB_SCHEMA: spec.config.db.schema, ...id.env })
+      .map(([k, v]) => `${k}=${v}\n`)
+      .join('');
+    // Group names are letters, digits, '.', '_' and '-': safe inside single quotes.
+    writes.push(`printenv ${variable} > '${dir}/${spec.name}.env'`);
+  }
+  return {
+    image: imageOf(),
+    command: ['sh', '-c', ['umask 077', `mkdir -p ${dir}`, ...writes, `exec vcon-launch provision --all --env-dir ${dir}`].join(' && ')],
+    environment,
+    depends_on: { postgres: { condition: 'service_healthy' } },
+    restart: 'no',
+  };
+}
+
+/** One Compose file: a service per group, and for groups without a database of their own the shared PostgreSQL and its provisioning step. */
+export function composeFile(specs: GroupSpec[], identities: Map<string, Identity>): Record<string, unknown> {
+  const services: Record<string, unknown> = {};
+  const usesShared = specs.some((s) => identities.get(s.name)!.shared);
+  for (const spec of specs) {
+    const identity = identities.get(spec.name)!;
+    const { env, port } = containerEnv(spec, identity.env);
     const url = `http://127.0.0.1:${port}${healthPath(spec)}`;
     services[resourceName(spec.name)] = {
       image: imageOf(),
@@ -183,24 +294,43 @@ export function composeFile(specs: GroupSpec[]): Record<string, unknown> {
         retries: 3,
         start_period: '20s',
       },
-      ...(databaseFromFile ? {} : { depends_on: { postgres: { condition: 'service_healthy' } } }),
+      ...(identity.shared
+        ? { depends_on: { postgres: { condition: 'service_healthy' }, [PROVISION_SERVICE]: { condition: 'service_completed_successfully' } } }
+        : {}),
     };
   }
   if (usesShared) {
+    const { superuser, database } = COMPOSE_POSTGRES;
     services.postgres = {
       image: 'postgres:16',
-      environment: { POSTGRES_USER: 'vcon', POSTGRES_PASSWORD: '${POSTGRES_PASSWORD:-vcon}', POSTGRES_DB: 'vcon' },
+      environment: { POSTGRES_USER: superuser, POSTGRES_PASSWORD: required('POSTGRES_PASSWORD'), POSTGRES_DB: database },
       volumes: ['pgdata:/var/lib/postgresql/data'],
       restart: 'unless-stopped',
-      healthcheck: { test: ['CMD', 'pg_isready', '-U', 'vcon', '-d', 'vcon'], interval: '5s', timeout: '5s', retries: 10 },
+      healthcheck: { test: ['CMD', 'pg_isready', '-U', superuser, '-d', database], interval: '5s', timeout: '5s', retries: 10 },
     };
+    services[PROVISION_SERVICE] = provisionService(specs, identities);
   }
   return { services, ...(usesShared ? { volumes: { pgdata: {} } } : {}) };
 }
 
+/** The Compose service that provisions the groups' roles on the shared postgres service. */
+export const PROVISION_SERVICE = 'vcon-provision';
+
 const HEADER = (what: string) =>
   `# ${what}, written by vcon-launch export from env/ (${new Date().toISOString()}).\n` +
   `# It holds API keys and database URLs: keep it out of version control. Image: ${imageOf()} (see Dockerfile).\n`;
+
+/** What a Compose file asks of its environment before `docker compose up` runs. */
+const composeHeader = (specs: GroupSpec[], identities: Map<string, Identity>) => {
+  const shared = specs.filter((s) => identities.get(s.name)!.shared);
+  if (!shared.length) return '';
+  const vars = ['POSTGRES_PASSWORD', ...shared.flatMap((s) => Object.values(composePasswordVariables(s.name)))];
+  return (
+    `# Set before \`docker compose up\` (Compose refuses to start without them; use URL-safe values,\n` +
+    `# e.g. \`openssl rand -hex 24\`): ${vars.join(', ')}.\n` +
+    `# POSTGRES_PASSWORD is the database superuser's: only the ${PROVISION_SERVICE} step uses it, each group connects as its own role.\n`
+  );
+};
 
 /** Writes a file readable by its owner only: the manifests carry keys. */
 function writePrivate(file: string, text: string): void {
@@ -215,28 +345,27 @@ export function exportGroups(opts: ExportOptions, launcher: Pick<LauncherEnviron
   }
   const envDir = resolveDir(opts.envDir, cwd);
   const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
+  const store = createCredentialStore(resolveDir(opts.instancesDir ?? 'instances', cwd));
+  const identities = resolveIdentities(specs, opts.target, store, opts.envDir);
   const out = resolveDir(opts.out ?? path.join('deploy', opts.target), cwd);
   mkdirSync(out, { recursive: true });
   for (const spec of specs) {
-    if (!reachableFromContainer(spec.config.db.url)) {
-      note(
-        opts.target === 'compose'
-          ? `group ${spec.name}: no DATABASE_URL a container can reach; it uses the shared postgres service`
-          : `group ${spec.name}: no DATABASE_URL a pod can reach; set DATABASE_URL in Secret ${resourceName(spec.name)} (placeholder written)`,
-      );
-    }
+    if (identities.get(spec.name)!.shared)
+      note(`group ${spec.name}: no DATABASE_URL a container can reach; it uses the shared postgres service, as its own role`);
+    else if (!reachableFromContainer(spec.databaseUrl))
+      note(`group ${spec.name}: its DATABASE_URL names this machine, which no pod reaches; change the host in Secret ${resourceName(spec.name)}`);
   }
   const written: string[] = [];
   if (opts.target === 'kubernetes') {
     for (const spec of specs) {
       const file = path.join(out, `${spec.name}.yaml`);
-      const docs = kubernetesObjects(spec).map((o) => stringify(o, { lineWidth: 0 }));
+      const docs = kubernetesObjects(spec, identities.get(spec.name)!).map((o) => stringify(o, { lineWidth: 0 }));
       writePrivate(file, HEADER(`Kubernetes objects of group ${spec.name}`) + docs.map((d) => `---\n${d}`).join(''));
       written.push(file);
     }
   } else {
     const file = path.join(out, 'compose.yaml');
-    writePrivate(file, HEADER('Compose file') + stringify(composeFile(specs), { lineWidth: 0 }));
+    writePrivate(file, HEADER('Compose file') + composeHeader(specs, identities) + stringify(composeFile(specs, identities), { lineWidth: 0 }));
     written.push(file);
   }
   return written;
@@ -249,6 +378,7 @@ export function registerExport(program: Command): void {
     .requiredOption('--target <target>', 'kubernetes or compose')
     .option('--out <dir>', 'directory to write to (default deploy/<target>)');
   addGroupFlags(cmd);
+  addInstancesDirFlag(cmd);
   cmd.action((opts: ExportOptions) => {
     for (const file of exportGroups(opts, readLauncherEnvironment())) process.stdout.write(`${file}\n`);
   });

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { spawnChild, type Child } from '../child.js';
@@ -8,6 +9,8 @@ import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../gro
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { commandHint, formatTable, note } from '../output.js';
 import { createCredentialStore } from '../credentials.js';
+import { packageRoot } from '../../src/paths.js';
+import { ensureGroupUser, GROUP_USERS_VARIABLE, groupUsersEnabled, installUnreachableByOthers, type RunAs } from '../os-users.js';
 import { spawnKeepingPort } from '../ports.js';
 import { createRegistry, type Registry } from '../registry.js';
 import { prepareIdentities, type GroupIdentity } from '../roles.js';
@@ -62,6 +65,32 @@ function checkAgainstRunning(specs: GroupSpec[], registry: Registry, instancesDi
   if (problems.length) throw new UserError(problems.join('\n'));
 }
 
+/**
+ * Each group's own OS user when groups run as their own users (made when missing), else
+ * undefined. Warns about env files other users can read: they hold the group's keys.
+ */
+async function groupUsersOf(specs: GroupSpec[], launcher: LauncherEnvironment): Promise<Map<string, RunAs> | undefined> {
+  let why: string | undefined;
+  const unreachable = () => (why = installUnreachableByOthers(packageRoot));
+  if (!groupUsersEnabled(launcher, undefined, unreachable)) {
+    if (why) {
+      note(
+        `groups run as the launcher's user, not each as its own (${why}): groups under one OS user trust each other's processes; ` +
+          `install where other users can read it, or set ${GROUP_USERS_VARIABLE}=off to say so`,
+      );
+    }
+    return undefined;
+  }
+  const out = new Map<string, RunAs>();
+  for (const spec of specs) {
+    out.set(spec.name, await ensureGroupUser(spec.name));
+    const mode = statSync(spec.envFile).mode & 0o777;
+    if (mode & 0o044)
+      note(`group ${spec.name}: ${spec.envFile} is readable by other users (mode ${mode.toString(8)}), other groups' users included; chmod 600 it`);
+  }
+  return out;
+}
+
 /** The table printed once every group is healthy. */
 export function formatStartTable(
   rows: { group: string; label: string | null; schema: string; role: string; url: string; pid: number; pool: string }[],
@@ -86,6 +115,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   for (const s of specs) for (const w of s.warnings) note(`group ${s.name}: warning: ${w}`);
 
   const t0 = Date.now();
+  const runAs = await groupUsersOf(specs, launcher);
   const databases = await openDatabases(specs);
   let identities: Map<string, GroupIdentity>;
   let budgets: ServerBudget[] = [];
@@ -103,7 +133,8 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
     identities = await prepareIdentities(specs, databases, {
       store: createCredentialStore(registry.dir),
       launcher,
-      detach: opts.detach,
+      // A group's own user cannot join the embedded cluster (its files are the launcher's): it gets a URL.
+      detach: opts.detach && !runAs,
       analyzeConnectionsOf: (spec) => allocationOf(spec.name).analyze,
     });
   } catch (err) {
@@ -128,6 +159,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
       role: identity.role,
       analyze,
       serverKey,
+      runAs: runAs?.get(spec.name),
     }));
   });
   const prefix = createLinePrefixer(slots.map(slotKey));
@@ -148,6 +180,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
         logFile,
         onLine: opts.detach ? undefined : prefix(slotKey(slot)),
         timeoutMs: opts.timeoutMs,
+        runAs: slot.runAs,
       };
       // The port this instance had last time, when it is free: the URL an operator copied stays true.
       const child = await spawnKeepingPort(slot.spec, spawnOpts, registry.lastPort(slotKey(slot)), (o) => spawnChild(slot.spec, o));
@@ -205,6 +238,8 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
 
   if (opts.detach) {
     for (const c of started) c.release();
+    // Children under their own users did not join the embedded cluster: it stays up while they run.
+    if (runAs) for (const s of slots) if (databases.isEmbedded(s.spec)) databases.holdFor(s.spec, s.child!.pid);
     // The children joined the embedded cluster themselves; leaving it does not stop it.
     await databases.release();
     note(`detached; registry in ${registry.dir}; stop with: ${commandHint('stop --all', opts.instancesDir)}`);

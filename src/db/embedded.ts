@@ -2,15 +2,18 @@
 // package, driven with pg_ctl so the postmaster is a daemon we can find again by its pid file.
 // Several processes (a launcher and its children, test workers, two servers) may share one data
 // directory: each registers as a user; the last one to leave stops the cluster. A postmaster left
-// behind by a killed owner is adopted on the next start.
+// behind by a killed owner is adopted on the next start. Its superuser `postgres` has a password
+// (scram-sha-256 for every connection), kept mode 0600 beside the data: a group's role, or any
+// local user, cannot connect as the superuser without it.
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, cpSync, existsSync, renameSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import postgres from 'postgres';
 import { isAlive } from '../process.js';
 
 const run = promisify(execFile);
@@ -23,6 +26,8 @@ export interface EmbeddedPostgres {
   dataDir: string;
   /** Leave the cluster; stops it when no other live process uses it. */
   release(): Promise<void>;
+  /** Counts another live process as a user (one that connects without joining, e.g. as another OS user). */
+  holdFor(pid: number): void;
 }
 
 interface Log {
@@ -190,9 +195,62 @@ async function canConnect(port: number): Promise<boolean> {
   });
 }
 
+const SUPERUSER = 'postgres';
+/** The superuser's password file, mode 0600 in a 0700 directory (like the groups' credentials). */
+const passwordFileOf = (baseDir: string) => path.join(baseDir, 'credentials', `${SUPERUSER}.password`);
+
+/** The stored superuser password; undefined when there is none yet or this user may not read it. */
+function readSuperuserPassword(baseDir: string): string | undefined {
+  try {
+    return readFileSync(passwordFileOf(baseDir), 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The superuser password, made (random hex) and stored on first use. Call under the directory lock. */
+function superuserPassword(baseDir: string): string {
+  const existing = readSuperuserPassword(baseDir);
+  if (existing) return existing;
+  const file = passwordFileOf(baseDir);
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  chmodSync(path.dirname(file), 0o700);
+  const password = randomBytes(24).toString('hex');
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${password}\n`, { mode: 0o600 });
+  renameSync(tmp, file);
+  return password;
+}
+
+/** pg_hba.conf lines (not comments) that let a connection in without a password. */
+const TRUST_LINE = /^(\s*(?:local|host\w*)\s.*\s)trust(\s*(?:#.*)?)$/gm;
+
+/**
+ * A cluster made before the superuser had a password (trust for every local connection) gets
+ * one, and pg_hba.conf asks every connection for a password from then on (scram-sha-256).
+ */
+async function requirePasswords(pgdata: string, port: number, password: string, log?: Log): Promise<void> {
+  const hbaFile = path.join(pgdata, 'pg_hba.conf');
+  const hba = readFileSync(hbaFile, 'utf8');
+  if (!hba.match(TRUST_LINE)) return;
+  if (!/^[0-9a-f]+$/.test(password)) throw new Error(`${passwordFileOf(path.dirname(pgdata))} must hold a hex password`);
+  const sql = postgres({ host: '127.0.0.1', port, user: SUPERUSER, password, database: 'postgres', max: 1, onnotice: () => {} });
+  try {
+    await sql`set password_encryption = 'scram-sha-256'`;
+    // ALTER ROLE takes no parameters; the password is hex.
+    await sql.unsafe(`alter role ${SUPERUSER} password '${password}'`);
+    writeFileSync(hbaFile, hba.replace(TRUST_LINE, '$1scram-sha-256$2'));
+    await sql`select pg_reload_conf()`;
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+  log?.warn({ pgdata }, 'the embedded PostgreSQL trusted local connections; its superuser now needs the password in credentials/');
+}
+
 /**
  * Starts (or joins) the embedded cluster under `baseDir` (data in baseDir/pgdata), bound to
- * 127.0.0.1 on a free port, with trust auth for local connections only.
+ * 127.0.0.1 on a free port; every connection needs a password (the superuser's is in
+ * baseDir/credentials/, readable by this user only).
  */
 export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Log): Promise<EmbeddedPostgres> {
   mkdirSync(requestedBaseDir, { recursive: true });
@@ -220,15 +278,25 @@ export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Lo
       mkdirSync(pgdata, { recursive: true });
       if (owner) chownSync(pgdata, owner.uid, owner.gid);
       log?.info({ pgdata }, 'initialising embedded PostgreSQL');
-      await run(bins.initdb, ['-D', pgdata, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-locale', '--no-sync'], {
-        ...opts,
-        env: { ...process.env, LC_ALL: 'C' },
-      });
+      // initdb reads the password from a file the postgres user can read; it is removed at once.
+      const pwfile = path.join(baseDir, `.pwfile-${process.pid}`);
+      writeFileSync(pwfile, `${superuserPassword(baseDir)}\n`, { mode: 0o600 });
+      if (owner) chownSync(pwfile, owner.uid, owner.gid);
+      try {
+        await run(
+          bins.initdb,
+          ['-D', pgdata, '-U', SUPERUSER, '--auth=scram-sha-256', `--pwfile=${pwfile}`, '--encoding=UTF8', '--no-locale', '--no-sync'],
+          { ...opts, env: { ...process.env, LC_ALL: 'C' } },
+        );
+      } finally {
+        rmSync(pwfile, { force: true });
+      }
     }
     const pm = readPostmaster(pgdata);
     if (pm && isAlive(pm.pid) && (await canConnect(pm.port))) {
       // Running already: shared with another live user, or an orphan of a killed owner we adopt.
       if (liveUsers(usersDir).length === 0) log?.warn({ pid: pm.pid, port: pm.port }, 'adopting an orphaned embedded PostgreSQL');
+      await requirePasswords(pgdata, pm.port, superuserPassword(baseDir), log);
       return pm.port;
     }
     if (pm && isAlive(pm.pid)) {
@@ -258,6 +326,7 @@ export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Lo
       { ...opts, env: { ...process.env, LC_ALL: 'C' } },
     );
     log?.info({ port: p, pgdata }, 'embedded PostgreSQL started');
+    await requirePasswords(pgdata, p, superuserPassword(baseDir), log);
     return p;
   });
 
@@ -266,9 +335,12 @@ export async function acquireEmbeddedPostgres(requestedBaseDir: string, log?: Lo
   writeFileSync(userFile, '');
   let released = false;
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url: `postgres://${SUPERUSER}:${readSuperuserPassword(baseDir) ?? ''}@127.0.0.1:${port}/postgres`,
     port,
     dataDir: pgdata,
+    holdFor(pid) {
+      writeFileSync(path.join(usersDir, `${pid}-held`), '');
+    },
     async release() {
       if (released) return;
       released = true;

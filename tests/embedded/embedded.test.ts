@@ -1,6 +1,6 @@
 // The embedded default database, exercised for real (CI runs this file without TEST_DATABASE_URL).
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -26,7 +26,7 @@ describe('embedded PostgreSQL', () => {
     const a = await acquireEmbeddedPostgres(base);
     const b = await acquireEmbeddedPostgres(base);
     expect(b.url).toBe(a.url);
-    expect(a.url).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/);
+    expect(a.url).toMatch(/^postgres:\/\/postgres:[0-9a-f]{48}@127\.0\.0\.1:\d+\/postgres$/);
     const sql = postgres(a.url, { max: 1 });
     const [row] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
     expect(Number(row.v.split('.')[0])).toBeGreaterThanOrEqual(15);
@@ -65,4 +65,53 @@ describe('embedded PostgreSQL', () => {
     await next.release();
     await exited(orphan);
   });
+
+  it("refuses the superuser without its password (stored 0600, this user's only); the URL it hands out works", async () => {
+    const pg = await acquireEmbeddedPostgres(base);
+    try {
+      const file = path.join(base, 'credentials', 'postgres.password');
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(statSync(path.dirname(file)).mode & 0o777).toBe(0o700);
+      expect(pg.url).toContain(`:${readFileSync(file, 'utf8').trim()}@`);
+      await expect(connectAs(`postgres://postgres@127.0.0.1:${pg.port}/postgres`)).rejects.toThrow();
+      await expect(connectAs(`postgres://postgres:wrong@127.0.0.1:${pg.port}/postgres`)).rejects.toMatchObject({ code: '28P01' });
+      expect(await connectAs(pg.url)).toBe('postgres');
+    } finally {
+      await pg.release();
+    }
+  });
+
+  it('converts a cluster that trusted local connections (made before the superuser had a password) on its next start', async () => {
+    const old = mkdtempSync(path.join(os.tmpdir(), 'vcon-emb-old-'));
+    try {
+      const first = await acquireEmbeddedPostgres(old);
+      await first.release();
+      // What earlier versions left: trust in pg_hba.conf and no stored password.
+      const hba = path.join(old, 'pgdata', 'pg_hba.conf');
+      writeFileSync(hba, readFileSync(hba, 'utf8').replace(/scram-sha-256\s*$/gm, 'trust'));
+      rmSync(path.join(old, 'credentials'), { recursive: true, force: true });
+      const pg = await acquireEmbeddedPostgres(old);
+      try {
+        expect(readFileSync(hba, 'utf8')).not.toMatch(/^\s*(local|host)\S*\s.*\strust\s*$/m);
+        await expect(connectAs(`postgres://postgres@127.0.0.1:${pg.port}/postgres`)).rejects.toThrow();
+        expect(await connectAs(pg.url)).toBe('postgres');
+      } finally {
+        await pg.release();
+      }
+    } finally {
+      await new Promise((r) => execFile('pkill', ['-f', `-D ${path.join(old, 'pgdata')}`], r));
+      rmSync(old, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
+
+/** current_user of a fresh connection to `url` (rejects when PostgreSQL refuses it). */
+async function connectAs(url: string): Promise<string> {
+  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  try {
+    const [row] = await sql<{ u: string }[]>`select current_user as u`;
+    return row.u;
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { api, CLI, cliEnv, createWorkspace, isAlive, sleep, waitFor, type Workspace } from './helpers.js';
+import { api, CLI, cliEnv, createWorkspace, isAlive, sleep, startForeground, waitFor, type Workspace } from './helpers.js';
 
 /** Direct children of a process (Linux /proc). */
 function childPidsOf(ppid: number): number[] {
@@ -155,17 +155,9 @@ describe('a foreground supervisor whose groups are stopped from elsewhere', () =
 
   test('exits once `vcon-launch stop` has stopped its only group, standby included', async () => {
     ws = createWorkspace(['solo']);
-    const launcher = execa(process.execPath, [CLI, 'start', '--group', 'solo'], {
-      cwd: ws.dir,
-      env: cliEnv(),
-      extendEnv: false,
-      reject: false,
-      buffer: false,
-    });
-    let stderr = '';
-    launcher.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const { launcher, stderr } = startForeground(ws, ['--group', 'solo']);
     try {
-      await waitFor(() => stderr.includes('supervising'), 90_000);
+      await waitFor(() => stderr().includes('supervising'), 90_000);
       const entry = ws.registry().solo;
       // The group's child and the warm standby.
       const children = await waitFor(() => {
@@ -177,8 +169,8 @@ describe('a foreground supervisor whose groups are stopped from elsewhere', () =
       expect(stop.stdout).toMatch(/solo: stopped/);
       const r = await launcher;
       expect(r.exitCode).toBe(0);
-      expect(stderr).toContain('group solo stopped');
-      expect(stderr).toContain('all groups stopped');
+      expect(stderr()).toContain('group solo stopped');
+      expect(stderr()).toContain('all groups stopped');
       for (const pid of children) expect(isAlive(pid)).toBe(false);
     } finally {
       if (launcher.exitCode === null) launcher.kill('SIGKILL');

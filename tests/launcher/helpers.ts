@@ -99,6 +99,14 @@ export function createWorkspace(groups: string[], extra: Record<string, Record<s
   return ws;
 }
 
+/** A foreground `vcon-launch start` in the workspace, and what it has written to stderr so far. */
+export function startForeground(ws: Pick<Workspace, 'dir'>, args: string[]) {
+  const launcher = execa(process.execPath, [CLI, 'start', ...args], { cwd: ws.dir, env: cliEnv(), extendEnv: false, reject: false, buffer: false });
+  let stderr = '';
+  launcher.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  return { launcher, stderr: () => stderr };
+}
+
 /** pids of running vcon-server processes whose environment names this schema (Linux /proc). */
 export function serverPidsForSchema(schema: string): number[] {
   const pids: number[] = [];
