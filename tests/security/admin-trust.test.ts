@@ -231,11 +231,25 @@ describe('role names are unambiguous per server', () => {
       const a = await ws.run(['start', '--group', 'd1', '--detach']);
       expect(a.exitCode, a.stderr).toBe(0);
       const before = credentialsOf(ws, 'd1');
+      // The role's stored SCRAM verifier: a reset writes a new one (a new salt), whatever the
+      // server's pg_hba asks of logins (trust on the test server would let any password in).
+      const verifier = async (role: string) => {
+        const admin = adminSql();
+        try {
+          const [r] = await admin<{ v: string | null }[]>`select rolpassword as v from pg_authid where rolname = ${role}`;
+          return r?.v ?? null;
+        } finally {
+          await admin.end();
+        }
+      };
+      const stored = await verifier(before.role);
+      expect(stored).toMatch(/^SCRAM-SHA-256\$/);
       const b = await ws.run(['start', '--group', 'd2', '--detach']);
       expect(b.exitCode, b.stderr).toBe(0);
       const other = credentialsOf(ws, 'd2');
       expect(other.role).not.toBe(before.role);
       expect(other.role).toBe(groupRoleNames(db2, schema).role);
+      expect(await verifier(before.role)).toBe(stored);
       // d1's stored password still logs in (it was not reset), into its own database only.
       const sql = connectAsGroup(ws, 'd1');
       try {
