@@ -1,7 +1,7 @@
 // The database use cases of one instance (API.md "Database and analytics"): introspection of this
 // schema (database-introspection.ts) and the plan of one read-only statement, judged by the
 // analyze guard (analyze-guard.ts) before anything reaches PostgreSQL.
-import { DatabaseBusyError, isDatabaseCapacity, isDatabaseUnavailable, ValidationError } from '../domain/errors.js';
+import { DatabaseBusyError, isDatabaseUnavailable, ValidationError } from '../domain/errors.js';
 import { AnalyzeBody, parseBody } from '../domain/params.js';
 import type { RequestCtx } from './context.js';
 import type { IntrospectionRepo } from '../db/introspection-repo.js';
@@ -56,7 +56,9 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
         });
       } catch (err) {
         // The analyze role's CONNECTION LIMIT (53300) or the server's: busy, not the caller's fault.
-        if (isDatabaseCapacity(err)) {
+        // The rest of class 53 (temp_file_limit's 53400, memory, disk) is the statement's own cost:
+        // a 400 below, since trying it again would only meet the same limit.
+        if ((err as { code?: unknown }).code === '53300') {
           throw new DatabaseBusyError(
             'analyze is at its connection limit (concurrent analyze calls of this group, or the server); retry shortly',
             'The launcher sets the analyze role\'s CONNECTION LIMIT from the connection budget (README "Many groups")',

@@ -1,7 +1,7 @@
 // README examples run as printed: the plugin example starts what it means to show (a group with
 // keys over HTTP whose reads are redacted), and the batch example's answer has the shape the
 // server really gives a rejected item.
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
@@ -27,6 +27,8 @@ describe('README examples', () => {
     ws = createWorkspace([group], { [group]: vars });
     // The example's relative plugin path, as it resolves in a clone.
     mkdirSync(path.join(ws.dir, 'scripts', 'plugins'), { recursive: true });
+    // A clone others can read, as a launcher running as root needs when each group runs as its own user.
+    chmodSync(ws.dir, 0o755);
     copyFileSync(path.join(packageRoot, vars.VCON_PLUGINS_PATH), path.join(ws.dir, vars.VCON_PLUGINS_PATH));
     expect(block).toContain(`npx vcon-launch start --group ${group} --detach`);
     const started = await ws.run(['start', '--group', group, '--detach']);

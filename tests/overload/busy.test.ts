@@ -87,9 +87,23 @@ describe('PostgreSQL refusing a connection for capacity (53300)', () => {
     t = await createTestSchema('busy');
     const admin = adminSql();
     await admin.unsafe(`create role "${role}" login password '${password}' connection limit 1`);
-    await admin.unsafe(`grant all on schema "${t.schema}" to "${role}"`);
-    await admin.unsafe(`grant all on all tables in schema "${t.schema}" to "${role}"`);
-    await admin.unsafe(`grant all on all sequences in schema "${t.schema}" to "${role}"`);
+    // The role owns the schema and what is in it, as a group's role does: a server refuses to run
+    // as a role that does not own its schema.
+    await admin.unsafe(`alter schema "${t.schema}" owner to "${role}"`);
+    await admin.unsafe(
+      `do $$ declare o record; begin
+         for o in select c.relname, c.relkind from pg_class c
+                  where c.relnamespace = '"${t.schema}"'::regnamespace and c.relkind in ('r', 'S', 'v', 'm')
+                    and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('a', 'i'))
+         loop
+           execute format('alter %s %I.%I owner to %I', case o.relkind when 'S' then 'sequence' when 'v' then 'view' when 'm' then 'materialized view' else 'table' end,
+                          '${t.schema}', o.relname, '${role}');
+         end loop;
+         for o in select p.oid::regprocedure as sig from pg_proc p where p.pronamespace = '"${t.schema}"'::regnamespace loop
+           execute format('alter routine %s owner to %I', o.sig, '${role}');
+         end loop;
+       end $$`,
+    );
     await admin.end();
     const u = new URL(databaseUrl());
     u.username = role;
