@@ -85,7 +85,11 @@ export function describeDatabase(url: string): { key: string; server: string; na
  * Builds one group's child environment and validates it. Throws GroupConfigError naming the file
  * and every bad variable.
  */
-export function loadGroup(name: string, envDir: string, launcher: Pick<LauncherEnvironment, 'databaseUrl'>): GroupSpec {
+export function loadGroup(
+  name: string,
+  envDir: string,
+  launcher: Pick<LauncherEnvironment, 'databaseUrl'> & Partial<Pick<LauncherEnvironment, 'roles'>>,
+): GroupSpec {
   if (!GROUP_NAME.test(name)) {
     throw new GroupConfigError([{ subject: `group "${name}"`, messages: ['a group name uses letters, digits, _, . and -'] }]);
   }
@@ -121,6 +125,14 @@ export function loadGroup(name: string, envDir: string, launcher: Pick<LauncherE
   // default search_path: refused before anything connects (start and check also refuse any role's name).
   const conflict = config && schemaNameConflict(config.db.schema, config.db.url ? userOfUrl(config.db.url) : 'postgres');
   if (conflict) problems.push(`SUPABASE_DB_SCHEMA: schema ${config!.db.schema} cannot hold a group: ${conflict}; choose another name`);
+  // public is every application's schema: a group there would run as the launcher's own user (no
+  // role can own public for one group) beside other applications' tables. Only with roles off,
+  // where every group shares the URL's identity anyway, is it the operator's choice.
+  if (config?.db.schema === 'public' && launcher.roles !== false) {
+    problems.push(
+      `SUPABASE_DB_SCHEMA: schema public cannot hold a group: it is shared by every application of the database, and no role can own it for one group; choose another name (or set VCON_LAUNCH_ROLES=off and accept a shared identity)`,
+    );
+  }
   if (!config || problems.length) throw new GroupConfigError([{ subject: envFile, messages: problems }]);
   const databaseUrl = config.db.url;
   const unknownVariables = Object.keys(fileEnv).filter((k) => !KNOWN_VARIABLES.has(k));
@@ -192,7 +204,11 @@ export function selectGroupNames(opts: { group?: string[]; all?: boolean }, envD
  * Loads and validates several groups together: every bad file and every collision is reported at
  * once, before anything starts.
  */
-export function loadGroups(names: string[], envDir: string, launcher: Pick<LauncherEnvironment, 'databaseUrl'>): GroupSpec[] {
+export function loadGroups(
+  names: string[],
+  envDir: string,
+  launcher: Pick<LauncherEnvironment, 'databaseUrl'> & Partial<Pick<LauncherEnvironment, 'roles'>>,
+): GroupSpec[] {
   const specs: GroupSpec[] = [];
   const problems: GroupProblem[] = [];
   for (const name of names) {

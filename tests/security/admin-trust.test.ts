@@ -168,6 +168,12 @@ describe("the admin connection never runs a group's code", () => {
       const s = await ws.run(['start', '--group', 'rr', '--detach']);
       expect(s.exitCode).not.toBe(0);
       expect(s.stderr).toContain(`group rr: schema ${roleName} cannot hold a group: a role of that name exists on this server`);
+      // public: no role can own it for one group, so the group would run as the launcher's own user.
+      ws.writeEnv('rpub', { SUPABASE_DB_SCHEMA: 'public' });
+      const p = await ws.run(['start', '--group', 'rpub', '--detach']);
+      expect(p.exitCode).not.toBe(0);
+      expect(p.stderr).toContain('schema public cannot hold a group');
+      expect((await ws.run(['check'])).stdout).toMatch(/FAIL\s+\S*rpub\.env\n\s+- SUPABASE_DB_SCHEMA: schema public cannot hold a group/);
       expect(ws.registry()).toEqual({});
     } finally {
       const admin = adminSql();
