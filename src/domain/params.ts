@@ -257,7 +257,8 @@ const cursor = (describe: string) =>
 
 /** `kinds=created,deleted`: the kinds of change to show (all when absent). */
 const ChangeKinds = z.preprocess(
-  (v) => (absent(v) ? undefined : v),
+  // An MCP client may send the list as an array.
+  (v) => (absent(v) ? undefined : Array.isArray(v) ? v.join(',') : v),
   z
     .string({ error: 'must be a comma-separated list of kinds' })
     .transform((v, ctx) => {
