@@ -251,6 +251,8 @@ export const EnvSchema = z.object({
   // How many processes serve this group (the launcher's --replicas default, the exported Deployment's replicas).
   VCON_REPLICAS: int(1, 1, 64),
   STATEMENT_TIMEOUT_MS: int(30_000, 100, 3_600_000),
+  // How long the change log keeps an entry (GET /changes); older ones are pruned in the background.
+  CHANGES_RETENTION_HOURS: int(168, 1, 87_600),
 });
 
 export type EnvInput = Record<string, string | undefined>;
@@ -333,6 +335,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Processes that serve this group at once (read by the launcher and export, not by the server). */
   replicas: number;
+  /** The change log: how long an entry is kept (CHANGES_RETENTION_HOURS). */
+  changes: { retentionHours: number };
 }
 
 /** Thrown when the environment is invalid; lists every bad variable. */
@@ -444,6 +448,7 @@ export function parseConfig(env: EnvInput): Config {
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     replicas: e.VCON_REPLICAS,
+    changes: { retentionHours: e.CHANGES_RETENTION_HOURS },
   };
 }
 

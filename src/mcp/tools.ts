@@ -6,6 +6,7 @@ import {
   AnalyticsQuery,
   AnalyzeBody,
   AttachmentsQuery,
+  ChangesQuery,
   DateRangeQuery,
   DiscoveryQuery,
   ExampleArgs,
@@ -201,6 +202,19 @@ export const TOOLS: readonly ToolDef[] = [
     annotations: READ,
     operations: ['vcons.list'],
     run: (args, ctx, env) => env.services.vcons.list({ limit: args.limit, offset: args.offset, format: args.format }, ctx),
+  },
+  {
+    name: 'list_changes',
+    title: 'Read the change log',
+    description:
+      'What was written to this group, oldest first: each entry has cursor, uuid, kind (created, updated, appended, tags_changed, deleted), ' +
+      'time and key_id. Pass after=next_cursor of the previous call to read on; every change appears once, none is skipped. ' +
+      'kinds filters (comma-separated). Returns {data, next_cursor, has_more}; read a vCon itself with get_vcon.',
+    input: ChangesQuery.shape,
+    scope: 'read',
+    annotations: READ,
+    operations: ['changes.page'],
+    run: async (args, _ctx, env) => ({ ...(await env.services.changes.page(args)) }),
   },
   {
     name: 'search_vcons',

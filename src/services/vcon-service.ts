@@ -22,6 +22,7 @@ import type { RequestCtx } from './context.js';
 import { stageSync } from '../stages.js';
 import type { ListRow, StoredVcon, VconRecord, VconRepo } from '../db/vcon-repo.js';
 import type { IndexNotifier } from '../search.js';
+import type { ChangeMark } from '../domain/changes.js';
 
 export type Transact = <T>(fn: (repo: VconRepo) => Promise<T>) => Promise<T>;
 
@@ -125,10 +126,12 @@ export function createVconService(deps: VconServiceDeps) {
 
   /**
    * Locks a vCon, applies a change to its document and stores it with fresh derived rows, in one
-   * transaction: concurrent modifications of one vCon serialise and none is lost.
+   * transaction: concurrent modifications of one vCon serialise and none is lost. The change is
+   * logged as `mark` says, in the same transaction.
    */
   async function modify<T>(
     uuid: string,
+    mark: ChangeMark,
     change: (doc: JsonObject, record: VconRecord) => { doc: JsonObject; result: T },
     opts?: WriteOptions,
   ): Promise<{ doc: JsonObject; result: T }> {
@@ -141,7 +144,7 @@ export function createVconService(deps: VconServiceDeps) {
       const { doc, result } = change(structuredClone(record.doc), record);
       doc.updated_at = now().toISOString();
       const classified = classifyVcon(doc, maxElements);
-      await tx.upsert([toStored(classified, uuid, record.created_at)]);
+      await tx.upsert([toStored(classified, uuid, record.created_at)], mark);
       return { doc, result };
     });
     await written([uuid], opts);
@@ -156,7 +159,7 @@ export function createVconService(deps: VconServiceDeps) {
       const stamp = now();
       // A new uuid (the common case) is one statement, no transaction: one round trip.
       const fresh = c.kind === 'plain' ? withServiceFields(c.doc, uuid, stamp.toISOString(), undefined) : c.doc;
-      if ((await repo.insertNew([toStored({ ...c, doc: fresh }, uuid, stamp)])).size === 1) {
+      if ((await repo.insertNew([toStored({ ...c, doc: fresh }, uuid, stamp)], ctx.keyId)).size === 1) {
         await written([uuid], opts);
         return { uuid, created: true, vcon: await runHook(plugins, 'afterCreate', fresh, ctx) };
       }
@@ -167,7 +170,7 @@ export function createVconService(deps: VconServiceDeps) {
         const createdAt = existed ? createdAtOf(existed) : stamp.toISOString();
         const doc = c.kind === 'plain' ? withServiceFields(c.doc, uuid, createdAt, existed ? stamp.toISOString() : undefined) : c.doc;
         const stored = toStored({ ...c, doc }, uuid, existed?.created_at ?? stamp);
-        const flags = await tx.upsert([stored]);
+        const flags = await tx.upsert([stored], { kind: 'updated', keyId: ctx.keyId });
         return { created: flags.get(uuid) ?? !existed, doc };
       });
       await written([uuid], opts);
@@ -237,7 +240,7 @@ export function createVconService(deps: VconServiceDeps) {
             ready.push(...chunk);
             const stored = chunk.map((r) => storedOf(r, false));
             fresh.push(...stored);
-            const insert = tx.insertNew(stored);
+            const insert = tx.insertNew(stored, ctx.keyId);
             // Awaited below; a failure fails the transaction. Handled now so that it is not reported
             // unhandled while the next chunk is prepared.
             insert.catch(() => undefined);
@@ -249,7 +252,7 @@ export function createVconService(deps: VconServiceDeps) {
           const rest = ready.filter((r) => !inserted.has(r.uuid));
           const kept = await tx.lockCreatedAt(rest.map((r) => r.uuid));
           const replaced = new Map(rest.map((r) => [r.uuid, storedOf(r, true, kept.get(r.uuid))]));
-          const flags = await tx.upsert([...replaced.values()]);
+          const flags = await tx.upsert([...replaced.values()], { kind: 'updated', keyId: ctx.keyId });
           for (const r of ready) results[r.index].status = inserted.has(r.uuid) || flags.get(r.uuid) === true ? 201 : 200;
           const docs = fresh.map((s) => replaced.get(s.uuid)?.doc ?? s.doc);
           // Repeats replace what was written above. Only the last of each uuid is written (the
@@ -259,7 +262,7 @@ export function createVconService(deps: VconServiceDeps) {
           // Read after the writes above, as a second request would see them.
           const keptByRepeats = await tx.lockCreatedAt([...last.keys()]);
           const stored = [...last.values()].map((r) => storedOf(r, true, keptByRepeats.get(r.uuid)));
-          await tx.upsert(stored);
+          await tx.upsert(stored, { kind: 'updated', keyId: ctx.keyId });
           for (const r of repeats) results[r.index].status = 200;
           docs.push(...stored.map((x) => x.doc));
           return docs;
@@ -317,6 +320,7 @@ export function createVconService(deps: VconServiceDeps) {
       const changes = await runHook(plugins, 'beforeUpdate', patch, { ...ctx, uuid });
       const { doc } = await modify(
         uuid,
+        { kind: 'updated', keyId: ctx.keyId },
         (doc) => {
           for (const [k, v] of Object.entries(changes)) {
             if (k === 'must_support') {
@@ -337,7 +341,7 @@ export function createVconService(deps: VconServiceDeps) {
 
     async remove(uuid: string, ctx: RequestCtx): Promise<{ uuid: string; deleted: true }> {
       const target = (await runHook(plugins, 'beforeDelete', uuid, ctx)) ?? uuid;
-      const deleted = await repo.remove(target);
+      const deleted = await repo.remove(target, ctx.keyId);
       if (!deleted) throw new NotFoundError('vcon', target);
       await runHook(plugins, 'afterDelete', target, ctx);
       return { uuid: target, deleted: true };
@@ -353,7 +357,7 @@ export function createVconService(deps: VconServiceDeps) {
       validate(schema, item, what);
       const changes = await runHook(plugins, 'beforeUpdate', { [kind]: item } as JsonObject, { ...ctx, uuid });
       const toAdd = isObject(changes[kind]) ? (changes[kind] as JsonObject) : item;
-      const { doc, result: index } = await modify(uuid, (doc) => {
+      const { doc, result: index } = await modify(uuid, { kind: 'appended', keyId: ctx.keyId }, (doc) => {
         const list = Array.isArray(doc[kind]) ? (doc[kind] as unknown[]) : [];
         list.push(toAdd);
         doc[kind] = list;
