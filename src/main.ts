@@ -84,6 +84,8 @@ export function createServices(
     plugins,
     index: search.writes,
     maxElements: config.limits.maxElements,
+    validation: config.validation,
+    log: (log ?? searchLog).child({ component: 'vcons' }),
   });
   search.start();
   // Requests take turns on the request pool (config.db.pool); without a thread of its own the
