@@ -135,7 +135,7 @@ export function createServices(
     vcons,
     tags: createTagService({ vcons, repo: createTagRepo(sql), plugins }),
     discovery: createDiscoveryService({ repo: createDiscoveryRepo(sql), plugins }),
-    meta: createMetaService({ bodyBytes: config.rest.bodyLimit, elements: config.limits.maxElements, depth: MAX_DEPTH }),
+    meta: createMetaService({ bodyBytes: config.rest.bodyLimit, elements: config.limits.maxElements, depth: MAX_DEPTH }, config.validation),
     search: search.service,
     database: createDatabaseService({
       repo: createIntrospectionRepo(sql, config.db.schema),

@@ -2,6 +2,7 @@
 // every fixture (tests/fixtures/vcons, sources in SOURCES.md) a mode accepts reads back exactly as
 // sent over REST and MCP, with warnings for what was tolerated; the rest is refused as strict
 // refuses it. Strict's own verdicts are tests/rest/fixtures.test.ts.
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BROKEN, loadFixtures, TOLERATED } from '../helpers/fixtures.js';
 import { startTestServer, KEY, type TestServer } from '../helpers/server.js';
@@ -53,6 +54,15 @@ for (const mode of ['ietf', 'lenient'] as const) {
         expect(JSON.stringify(viaMcp.structuredContent.vcon)).toBe(JSON.stringify(got));
       });
     }
+
+    it('GET /schema describes the mode: the JSON Schema accepts what the mode accepts', async () => {
+      const r = await s.api('/schema');
+      expect(r.body['x-validation']).toBe(mode);
+      const check = new Ajv2020({ strict: false, validateFormats: false }).compile(r.body);
+      for (const f of fixtures.filter((x) => TOLERATED[x.name] && (mode === 'lenient' || TOLERATED[x.name].from === 'ietf'))) {
+        expect(check(f.json), `${f.name}: ${JSON.stringify(check.errors)}`).toBe(true);
+      }
+    });
 
     it('says what it tolerated in batch items and MCP create results', async () => {
       const objectBody = { analysis: [{ type: 'transcript', vendor: 'v', encoding: 'json', body: { text: 'hi' } }] };
