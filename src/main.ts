@@ -86,6 +86,8 @@ export function createServices(
     plugins,
     index: search.writes,
     maxElements: config.limits.maxElements,
+    validation: config.validation,
+    log: (log ?? searchLog).child({ component: 'vcons' }),
   });
   search.start();
   const changes = createChangeService({
@@ -141,7 +143,7 @@ export function createServices(
     vcons,
     tags: createTagService({ vcons, repo: createTagRepo(sql), plugins }),
     discovery: createDiscoveryService({ repo: createDiscoveryRepo(sql), plugins }),
-    meta: createMetaService({ bodyBytes: config.rest.bodyLimit, elements: config.limits.maxElements, depth: MAX_DEPTH }),
+    meta: createMetaService({ bodyBytes: config.rest.bodyLimit, elements: config.limits.maxElements, depth: MAX_DEPTH }, config.validation),
     search: search.service,
     database: createDatabaseService({
       repo: createIntrospectionRepo(sql, config.db.schema),

@@ -128,8 +128,13 @@ export const ExampleResult = z.object({ success: ok, type: z.string(), vcon: Vco
 
 // vCons
 
-export const Created = z.object({ success: ok, uuid: UuidString, created: z.literal(true) });
-export const Replaced = z.object({ success: ok, uuid: UuidString, created: z.literal(false) });
+/** What the group's validation mode tolerated in an accepted document (absent when nothing was). */
+const Warnings = z
+  .array(ErrorDetail)
+  .optional()
+  .describe('What the validation mode (VCON_VALIDATION) tolerated that strict validation refuses; absent when nothing was');
+export const Created = z.object({ success: ok, uuid: UuidString, created: z.literal(true), warnings: Warnings });
+export const Replaced = z.object({ success: ok, uuid: UuidString, created: z.literal(false), warnings: Warnings });
 
 /** POST /vcons/batch accepts 1 to this many vCons (API.md); the importer batches by it too. */
 export const BATCH_MAX = 100;
@@ -140,6 +145,7 @@ export const BatchItem = z.object({
   error: z.string().optional().describe('For a rejected item: an error code of the one error format'),
   message: z.string().optional(),
   details: z.array(ErrorDetail).optional(),
+  warnings: Warnings,
 });
 export const BatchResult = z.object({
   success: z.boolean().describe('True when no item failed'),
@@ -185,7 +191,7 @@ export const Deleted = z.object({ success: ok, uuid: UuidString, deleted: z.lite
 export const AnalysisList = z.object({ success: ok, uuid: UuidString, count: Count, analysis: z.array(Analysis) });
 export const AttachmentList = z.object({ success: ok, uuid: UuidString, count: Count, attachments: z.array(Attachment) });
 
-const appended = { success: ok, uuid: UuidString, index: Count.describe('Index of the new item in its array') };
+const appended = { success: ok, uuid: UuidString, index: Count.describe('Index of the new item in its array'), warnings: Warnings };
 export const DialogAppended = z.object({ ...appended, dialog: Dialog });
 export const AnalysisAppended = z.object({ ...appended, analysis: Analysis });
 export const AttachmentAppended = z.object({ ...appended, attachment: Attachment });

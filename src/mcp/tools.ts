@@ -26,7 +26,7 @@ import {
   WaitFor,
   WriteQuery,
 } from '../domain/params.js';
-import { Analysis, Attachment, Dialog } from '../domain/vcon.js';
+import { Analysis, Attachment, Dialog, withWarnings } from '../domain/vcon.js';
 import { ValidationError } from '../domain/errors.js';
 import { StoredVcon } from '../domain/responses.js';
 import { EXAMPLE_TYPES } from '../domain/examples.js';
@@ -139,7 +139,7 @@ const appendTool = (
   run: async (args, ctx, env) => {
     const uuid = parseUuid(args.uuid);
     const r = await env.services.vcons.append(uuid, section, documentArg(args, item, `the ${item} object`), ctx);
-    return { uuid: r.uuid, index: r.index, [item]: r.item };
+    return { uuid: r.uuid, index: r.index, [item]: r.item, ...withWarnings(r.warnings) };
   },
 });
 
@@ -172,7 +172,7 @@ export const TOOLS: readonly ToolDef[] = [
     operations: ['vcons.create'],
     run: async (args, ctx, env) => {
       const r = await env.services.vcons.create(documentArg(args, 'vcon', 'the vCon object itself'), ctx, writeOptions(args));
-      return { uuid: r.uuid, created: r.created };
+      return { uuid: r.uuid, created: r.created, ...withWarnings(r.warnings) };
     },
   },
   {

@@ -4,18 +4,19 @@ import { deriveRows, isTagsAttachment } from '../domain/derive.js';
 import { parseBatch, parseBody, parseListQuery, VconPatch, type ListQuery } from '../domain/params.js';
 import type { BatchItem, BatchResult } from '../domain/responses.js';
 import {
-  Analysis,
-  Attachment,
   checkDepth,
   classifyVcon,
   DEFAULT_MAX_ELEMENTS,
-  Dialog,
   MAX_DEPTH,
   setMember,
-  Vcon,
   validate,
+  validateItem,
+  withWarnings,
+  vconSchemas,
   type ClassifiedVcon,
   type JsonObject,
+  type ValidationMode,
+  type ValidationWarning,
 } from '../domain/vcon.js';
 import { runHook, type Plugin } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
@@ -26,6 +27,11 @@ import type { ChangeMark } from '../domain/changes.js';
 
 export type Transact = <T>(fn: (repo: VconRepo) => Promise<T>) => Promise<T>;
 
+/** Where the service says what a validation mode tolerated (pino's shape). */
+interface VconLog {
+  warn(obj: object, msg: string): void;
+}
+
 export interface VconServiceDeps {
   repo: VconRepo;
   transact: Transact;
@@ -35,6 +41,9 @@ export interface VconServiceDeps {
   now?: () => Date;
   /** VCON_MAX_ELEMENTS: the JSON values one vCon may hold, as created and after every change. */
   maxElements?: number;
+  /** What the group accepts (VCON_VALIDATION); strict unless given. */
+  validation?: ValidationMode;
+  log?: VconLog;
 }
 
 /** Options of a write: `waitFor: 'search'` answers only once the written vCons are searchable. */
@@ -98,6 +107,7 @@ export function createVconService(deps: VconServiceDeps) {
   const { repo, transact, plugins } = deps;
   const now = deps.now ?? (() => new Date());
   const maxElements = deps.maxElements ?? DEFAULT_MAX_ELEMENTS;
+  const mode = deps.validation ?? 'strict';
   const hasReadHooks = plugins.some((p) => p.hooks?.beforeRead || p.hooks?.afterRead);
   const hasCreateHooks = plugins.some((p) => p.hooks?.beforeCreate);
 
@@ -108,11 +118,18 @@ export function createVconService(deps: VconServiceDeps) {
     if (opts?.waitFor === 'search') await deps.index.awaitIndexed(uuids);
   }
 
+  /** Logs what the validation mode tolerated in a document that is being written. */
+  function tolerated(uuid: string | undefined, warnings: ValidationWarning[], ctx: RequestCtx): void {
+    if (warnings.length > 0) deps.log?.warn({ uuid, mode, warnings, requestId: ctx.requestId }, 'vcon accepted with validation warnings');
+  }
+
   /** Validation plus beforeCreate (which may transform; the result is validated again). */
   async function prepareCreate(input: unknown, ctx: RequestCtx): Promise<ClassifiedVcon> {
-    const first = stageSync('validate', () => classifyVcon(input, maxElements));
+    const first = stageSync('validate', () => classifyVcon(input, maxElements, mode));
     const transformed = await runHook(plugins, 'beforeCreate', first.doc, ctx);
-    return transformed === first.doc ? first : classifyVcon(transformed, maxElements);
+    const c = transformed === first.doc ? first : classifyVcon(transformed, maxElements, mode);
+    tolerated(c.uuid, c.warnings, ctx);
+    return c;
   }
 
   /** beforeRead, load, afterRead: every read of a document passes here. */
@@ -143,7 +160,7 @@ export function createVconService(deps: VconServiceDeps) {
       }
       const { doc, result } = change(structuredClone(record.doc), record);
       doc.updated_at = now().toISOString();
-      const classified = classifyVcon(doc, maxElements);
+      const classified = classifyVcon(doc, maxElements, mode);
       await tx.upsert([toStored(classified, uuid, record.created_at)], mark);
       return { doc, result };
     });
@@ -153,7 +170,11 @@ export function createVconService(deps: VconServiceDeps) {
 
   return {
     /** Creates a vCon, or replaces it when its uuid exists (created: false). */
-    async create(input: unknown, ctx: RequestCtx, opts?: WriteOptions): Promise<{ uuid: string; created: boolean; vcon: JsonObject }> {
+    async create(
+      input: unknown,
+      ctx: RequestCtx,
+      opts?: WriteOptions,
+    ): Promise<{ uuid: string; created: boolean; vcon: JsonObject; warnings: ValidationWarning[] }> {
       const c = await prepareCreate(input, ctx);
       const uuid = c.uuid ?? randomUUID();
       const stamp = now();
@@ -161,7 +182,7 @@ export function createVconService(deps: VconServiceDeps) {
       const fresh = c.kind === 'plain' ? withServiceFields(c.doc, uuid, stamp.toISOString(), undefined) : c.doc;
       if ((await repo.insertNew([toStored({ ...c, doc: fresh }, uuid, stamp)], ctx.keyId)).size === 1) {
         await written([uuid], opts);
-        return { uuid, created: true, vcon: await runHook(plugins, 'afterCreate', fresh, ctx) };
+        return { uuid, created: true, vcon: await runHook(plugins, 'afterCreate', fresh, ctx), warnings: c.warnings };
       }
       // The uuid exists: replace it under its row lock.
       const { created, doc } = await transact(async (tx) => {
@@ -175,7 +196,7 @@ export function createVconService(deps: VconServiceDeps) {
       });
       await written([uuid], opts);
       const after = await runHook(plugins, 'afterCreate', doc, ctx);
-      return { uuid, created, vcon: after };
+      return { uuid, created, vcon: after, warnings: c.warnings };
     },
 
     /**
@@ -200,7 +221,7 @@ export function createVconService(deps: VconServiceDeps) {
           try {
             const c = await prepareCreate(items[index], ctx);
             const uuid = c.uuid ?? randomUUID();
-            results[index] = { index, uuid, status: 201 };
+            results[index] = { index, uuid, status: 201, ...withWarnings(c.warnings) };
             if (seen.has(uuid)) repeats.push({ index, c, uuid });
             else {
               seen.add(uuid);
@@ -330,7 +351,7 @@ export function createVconService(deps: VconServiceDeps) {
               doc[k] = v;
             }
           }
-          validate(Vcon, doc, 'update');
+          validate(vconSchemas(mode).Vcon, doc, 'update');
           return { doc, result: undefined };
         },
         opts,
@@ -348,13 +369,18 @@ export function createVconService(deps: VconServiceDeps) {
     },
 
     /** Appends a dialog, analysis or attachment atomically; the index is the real one. */
-    async append(uuid: string, kind: SubResource, item: unknown, ctx: RequestCtx): Promise<{ uuid: string; index: number; item: JsonObject }> {
-      const schema = kind === 'dialog' ? Dialog : kind === 'analysis' ? Analysis : Attachment;
+    async append(
+      uuid: string,
+      kind: SubResource,
+      item: unknown,
+      ctx: RequestCtx,
+    ): Promise<{ uuid: string; index: number; item: JsonObject; warnings: ValidationWarning[] }> {
       const what = kind === 'attachments' ? 'attachment' : kind;
       if (!isObject(item))
         throw new ValidationError(`Invalid ${what}: the body must be a JSON object`, [{ path: '(root)', message: 'must be an object' }]);
       checkDepth(item, MAX_DEPTH - 2);
-      validate(schema, item, what);
+      const warnings = validateItem(what, item, mode, what);
+      tolerated(uuid, warnings, ctx);
       const changes = await runHook(plugins, 'beforeUpdate', { [kind]: item } as JsonObject, { ...ctx, uuid });
       const toAdd = isObject(changes[kind]) ? (changes[kind] as JsonObject) : item;
       const { doc, result: index } = await modify(uuid, { kind: 'appended', keyId: ctx.keyId }, (doc) => {
@@ -363,7 +389,7 @@ export function createVconService(deps: VconServiceDeps) {
         doc[kind] = list;
         const index = list.length - 1;
         // Index references are checked against the whole document; report them at the item's own path.
-        const r = Vcon.safeParse(doc);
+        const r = vconSchemas(mode).Vcon.safeParse(doc);
         if (!r.success) {
           const details = r.error.issues
             .filter((i) => i.path[0] === kind && i.path[1] === index)
@@ -373,7 +399,7 @@ export function createVconService(deps: VconServiceDeps) {
         return { doc, result: index };
       });
       await runHook(plugins, 'afterUpdate', doc, ctx);
-      return { uuid, index, item: toAdd };
+      return { uuid, index, item: toAdd, warnings };
     },
 
     /** Analyses of a vCon, optionally of one type (read through the read hooks). */

@@ -6,7 +6,10 @@
 create sequence change_log_cursor_seq cache 1;
 
 create table change_log (
-  cursor bigint primary key default nextval('change_log_cursor_seq'),
+  -- The writing transaction gets its id before its cursor (pg_current_xact_id assigns one if it has
+  -- none yet; nextval alone does not): a reader's horizon, which pairs the sequence's last value
+  -- with a later snapshot, then always counts the transaction that holds a cursor it passes.
+  cursor bigint primary key default (case when pg_current_xact_id() is not null then nextval('change_log_cursor_seq') end),
   uuid   uuid not null,
   -- created, updated (replace, PATCH), appended (dialog, analysis, attachment), tags_changed, deleted.
   kind   text not null check (kind in ('created', 'updated', 'appended', 'tags_changed', 'deleted')),
