@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { packageRoot } from './paths.js';
-import { DEFAULT_MAX_ELEMENTS } from './domain/vcon.js';
+import { DEFAULT_MAX_ELEMENTS, VALIDATION_MODES, type ValidationMode } from './domain/vcon.js';
 
 /**
  * The index thread's default nice value (Linux): when the CPU is short, acknowledged writes and reads
@@ -251,6 +251,15 @@ export const EnvSchema = z.object({
   // How many processes serve this group (the launcher's --replicas default, the exported Deployment's replicas).
   VCON_REPLICAS: int(1, 1, 64),
   STATEMENT_TIMEOUT_MS: int(30_000, 100, 3_600_000),
+  // How long the change log keeps an entry (GET /changes); older ones are pruned in the background.
+  CHANGES_RETENTION_HOURS: int(168, 1, 87_600),
+  VCON_VALIDATION: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((v) => v || 'strict')
+    .pipe(z.enum(VALIDATION_MODES, { message: `must be one of ${VALIDATION_MODES.join(', ')}` })),
 });
 
 export type EnvInput = Record<string, string | undefined>;
@@ -333,6 +342,10 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Processes that serve this group at once (read by the launcher and export, not by the server). */
   replicas: number;
+  /** The change log: how long an entry is kept (CHANGES_RETENTION_HOURS). */
+  changes: { retentionHours: number };
+  /** What the group's documents may be (README § "Validation modes"). */
+  validation: ValidationMode;
 }
 
 /** Thrown when the environment is invalid; lists every bad variable. */
@@ -444,6 +457,8 @@ export function parseConfig(env: EnvInput): Config {
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     replicas: e.VCON_REPLICAS,
+    changes: { retentionHours: e.CHANGES_RETENTION_HOURS },
+    validation: e.VCON_VALIDATION,
   };
 }
 

@@ -32,6 +32,8 @@ import { createMetaService } from './services/meta-service.js';
 import { MAX_DEPTH } from './domain/vcon.js';
 import { ANALYZE_TIMEOUT_MAX_MS, createDatabaseService } from './services/database-service.js';
 import { createAnalyticsService } from './services/analytics-service.js';
+import { createChangeService } from './services/change-service.js';
+import { createChangeRepo } from './db/change-repo.js';
 import type { Services } from './services/index.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import { createSearch } from './search.js';
@@ -84,8 +86,16 @@ export function createServices(
     plugins,
     index: search.writes,
     maxElements: config.limits.maxElements,
+    validation: config.validation,
+    log: (log ?? searchLog).child({ component: 'vcons' }),
   });
   search.start();
+  const changes = createChangeService({
+    repo: createChangeRepo(sql),
+    retentionHours: config.changes.retentionHours,
+    log: (log ?? searchLog).child({ component: 'changes' }),
+  });
+  changes.start();
   // Requests take turns on the request pool (config.db.pool); without a thread of its own the
   // indexer works on the same pool as requests (tests, tools), all of it theirs. Every request of
   // REST and MCP takes a turn here: while the role no longer pins this instance's schema (found at
@@ -133,7 +143,7 @@ export function createServices(
     vcons,
     tags: createTagService({ vcons, repo: createTagRepo(sql), plugins }),
     discovery: createDiscoveryService({ repo: createDiscoveryRepo(sql), plugins }),
-    meta: createMetaService({ bodyBytes: config.rest.bodyLimit, elements: config.limits.maxElements, depth: MAX_DEPTH }),
+    meta: createMetaService({ bodyBytes: config.rest.bodyLimit, elements: config.limits.maxElements, depth: MAX_DEPTH }, config.validation),
     search: search.service,
     database: createDatabaseService({
       repo: createIntrospectionRepo(sql, config.db.schema),
@@ -150,7 +160,11 @@ export function createServices(
     }),
     analytics: createAnalyticsService({ repo: createAnalyticsRepo(sql), plugins }),
     plugins,
-    stop: () => search.stop(),
+    changes,
+    stop: async () => {
+      changes.stop();
+      await search.stop();
+    },
   };
 }
 
@@ -298,6 +312,8 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
         // close first: their open SSE streams would otherwise hold the server until the timeout.
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         await mcp.close();
+        // Change streams end with their end event (they would otherwise hold the server too).
+        services?.changes.stop();
         server.closeIdleConnections();
         // A keep-alive connection whose response finishes after close() turns idle and would stay
         // open until keepAliveTimeout: close such connections as they turn idle.

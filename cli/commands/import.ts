@@ -11,7 +11,7 @@ import { UserError } from '../errors.js';
 import { loadGroup, resolveDir, type GroupSpec } from '../groups.js';
 import { addEnvDirFlag, addInstancesDirFlag } from '../options.js';
 import { BATCH_MAX, type BatchItem } from '../../src/domain/responses.js';
-import { classifyVcon } from '../../src/domain/vcon.js';
+import { classifyVcon, withWarnings, type ValidationMode, type ValidationWarning } from '../../src/domain/vcon.js';
 import { checkJsonBytes } from '../../src/domain/exact-json.js';
 import { jsonSyntaxPosition } from '../json-syntax.js';
 import { contentUuid } from '../content-uuid.js';
@@ -38,6 +38,8 @@ export interface ImportOutcome {
   uuid?: string;
   /** For a rejection: the error code and message, with the first details; for a skip, the file kept. */
   reason?: string;
+  /** For a stored or replaced vCon: what the group's validation mode tolerated in it. */
+  warnings?: ValidationWarning[];
 }
 
 /** Files of one import that share a uuid: only the last in path order is sent. */
@@ -66,6 +68,8 @@ export interface ImportReport {
   skipped: number;
   /** vCons without a uuid that got their content-derived one. */
   derived_uuids: number;
+  /** Stored or replaced vCons the group's validation mode accepted with warnings. */
+  with_warnings: number;
   collisions: UuidCollision[];
   /** Symbolic links and special files under the given directories: not followed, not read. */
   ignored: IgnoredPath[];
@@ -130,7 +134,7 @@ function readRegularFile(file: string, follow: boolean): Buffer {
  * The vCons of one file. A rejection never quotes the file: it may be anything (a password file
  * given by mistake), so a file that is not JSON is said to be so at a line and column.
  */
-function readItems(file: string, rejected: ImportOutcome[], follow: boolean): Item[] {
+function readItems(file: string, rejected: ImportOutcome[], follow: boolean, mode: ValidationMode): Item[] {
   const reject = (reason: string) => {
     rejected.push({ source: file, outcome: 'rejected', reason });
     return [];
@@ -157,8 +161,8 @@ function readItems(file: string, rejected: ImportOutcome[], follow: boolean): It
     return reject(`validation_failed: ${(err as Error).message}`);
   }
   // A file may hold one vCon or an array of them (an export).
-  if (Array.isArray(doc)) return doc.map((v, i) => identify(`${file}[${i}]`, v));
-  return [identify(file, doc)];
+  if (Array.isArray(doc)) return doc.map((v, i) => identify(`${file}[${i}]`, v, mode));
+  return [identify(file, doc, mode)];
 }
 
 /**
@@ -167,10 +171,10 @@ function readItems(file: string, rejected: ImportOutcome[], follow: boolean): It
  * its own: importing the same file again then replaces it. A signed or encrypted form without a
  * uuid in its header is opaque and sent as it is (the server gives it a new uuid each time).
  */
-function identify(source: string, vcon: unknown): Item {
+function identify(source: string, vcon: unknown, mode: ValidationMode): Item {
   let c;
   try {
-    c = classifyVcon(vcon);
+    c = classifyVcon(vcon, undefined, mode);
   } catch {
     return { source, json: JSON.stringify(vcon) }; // the server says what is wrong with it
   }
@@ -265,8 +269,10 @@ async function postBatch(api: string, headers: Record<string, string>, batch: It
   batch.forEach((item, i) => {
     const r = byIndex.get(i);
     if (!r) outcomes.push({ source: item.source, outcome: 'rejected', reason: 'no result for this item' });
-    else if (r.status === 201) outcomes.push({ source: item.source, outcome: 'stored', uuid: r.uuid ?? undefined });
-    else if (r.status === 200) outcomes.push({ source: item.source, outcome: 'replaced', uuid: r.uuid ?? undefined });
+    else if (r.status === 201)
+      outcomes.push({ source: item.source, outcome: 'stored', uuid: r.uuid ?? undefined, ...withWarnings(r.warnings ?? []) });
+    else if (r.status === 200)
+      outcomes.push({ source: item.source, outcome: 'replaced', uuid: r.uuid ?? undefined, ...withWarnings(r.warnings ?? []) });
     else outcomes.push({ source: item.source, outcome: 'rejected', uuid: r.uuid ?? undefined, reason: reasonOf(r) });
   });
   return outcomes;
@@ -299,11 +305,11 @@ async function pendingIndex(api: string): Promise<number | null> {
 }
 
 /** Reads every file, yielding to the event loop now and then so a temporary instance can start meanwhile. */
-async function readAllItems(files: string[], rejected: ImportOutcome[], given: ReadonlySet<string>): Promise<Item[]> {
+async function readAllItems(files: string[], rejected: ImportOutcome[], given: ReadonlySet<string>, mode: ValidationMode): Promise<Item[]> {
   const out: Item[] = [];
   for (let i = 0; i < files.length; i++) {
     if (i % 500 === 499) await new Promise((r) => setImmediate(r));
-    for (const item of readItems(files[i], rejected, given.has(files[i]))) out.push(item);
+    for (const item of readItems(files[i], rejected, given.has(files[i]), mode)) out.push(item);
   }
   return out;
 }
@@ -376,7 +382,7 @@ export async function importFiles(
   const outcomes: ImportOutcome[] = [];
   let read: Item[];
   try {
-    read = await readAllItems(files, outcomes, new Set(opts.paths.map((p) => path.resolve(p))));
+    read = await readAllItems(files, outcomes, new Set(opts.paths.map((p) => path.resolve(p))), spec.config.validation);
   } catch (err) {
     await temporary?.then(
       (t) => t.stop(),
@@ -433,6 +439,7 @@ export async function importFiles(
     rejected: count('rejected'),
     skipped: count('skipped'),
     derived_uuids: derived,
+    with_warnings: outcomes.filter((x) => x.warnings?.length).length,
     collisions,
     ignored,
     seconds: (Date.now() - t0) / 1000,
@@ -454,6 +461,12 @@ export function formatImport(r: ImportReport, cwd = process.cwd()): string {
     `  rejected ${r.rejected}`,
   ];
   for (const o of r.outcomes.filter((x) => x.outcome === 'rejected')) lines.push(`    ${rel(o.source)}: ${o.reason}`);
+  if (r.with_warnings) {
+    lines.push(`  ${r.with_warnings} stored vCon(s) with validation warnings (what VCON_VALIDATION tolerated; stored as sent):`);
+    for (const o of r.outcomes.filter((x) => x.warnings?.length)) {
+      lines.push(`    ${rel(o.source)}: ${o.warnings!.map((w) => `${w.path}: ${w.message}`).join('; ')}`);
+    }
+  }
   if (r.skipped) {
     lines.push(`  skipped  ${r.skipped} (another file of this import has the same uuid; the last in path order is stored)`);
     for (const c of r.collisions) {

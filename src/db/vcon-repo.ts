@@ -3,6 +3,7 @@ import type { Db, Sql, TransactionSql } from './client.js';
 import type { Derived, DialogFacts, TagRow } from '../domain/derive.js';
 import type { JsonObject, VconKind } from '../domain/vcon.js';
 import type { ListQuery } from '../domain/params.js';
+import type { ChangeMark } from '../domain/changes.js';
 import { stage, stageMark } from '../stages.js';
 
 /** A validated document with its derived rows, ready to store. */
@@ -186,7 +187,7 @@ export function createVconRepo(db: Db) {
    * are the values postgres.js serialises with JSON.stringify (PostgreSQL types them json), as the
    * batch statement's are.
    */
-  const insertOne = (i: StoredVcon) => {
+  const insertOne = (i: StoredVcon, keyId: string | null) => {
     const d = i.derived;
     const f = d.dialogs;
     const sig = tagsSig(d.tags);
@@ -220,7 +221,8 @@ export function createVconRepo(db: Db) {
       g as (
         insert into vcon_tags (vcon_uuid, key, value)
         select v.uuid, x.* from v, json_to_recordset(${d.tags as never}::json) as x(key text, value text)),
-      q as (insert into index_queue (vcon_uuid) select uuid from v)
+      q as (insert into index_queue (vcon_uuid) select uuid from v),
+      c as (insert into change_log (uuid, kind, key_id) select uuid, 'created', ${keyId}::text from v)
       select uuid::text from v`;
   };
 
@@ -228,20 +230,22 @@ export function createVconRepo(db: Db) {
     /**
      * Inserts documents whose uuid is new, with their derived rows and queue rows, in one statement
      * (atomic on its own: no transaction, one round trip). Returns the uuids inserted; the others
-     * exist already and are left untouched.
+     * exist already and are left untouched. Each vCon inserted is logged as created by keyId, in
+     * the same statement (the change log: 0003_change_log.sql).
      */
-    async insertNew(items: StoredVcon[]): Promise<Set<string>> {
+    async insertNew(items: StoredVcon[], keyId: string | null): Promise<Set<string>> {
       if (items.length === 0) return new Set();
       const rows = await stage('sql: insert new vcon (one statement)', () =>
         items.length === 1
-          ? insertOne(items[0])
+          ? insertOne(items[0], keyId)
           : db<{ uuid: string }[]>`
         with v as (
           insert into vcons (${vconColumns()}) ${vconRows(items)}
           on conflict (uuid) do nothing
           returning uuid),
         ${derivedCtes(items, 'v')},
-        q as (insert into index_queue (vcon_uuid) select uuid from v)
+        q as (insert into index_queue (vcon_uuid) select uuid from v),
+        c as (insert into change_log (uuid, kind, key_id) select uuid, 'created', ${keyId}::text from v)
         select uuid::text from v`,
       );
       return new Set(rows.map((r) => r.uuid));
@@ -249,13 +253,15 @@ export function createVconRepo(db: Db) {
 
     /**
      * Inserts or replaces documents and rewrites their derived rows. Returns, per uuid, whether it
-     * was newly created. tags_updated_at moves only when the set of tags changed.
+     * was newly created. tags_updated_at moves only when the set of tags changed. Each vCon is
+     * logged in the same statement: created when it was new, else as `change.kind`.
      */
-    async upsert(items: StoredVcon[]): Promise<Map<string, boolean>> {
+    async upsert(items: StoredVcon[], change: ChangeMark): Promise<Map<string, boolean>> {
       if (items.length === 0) return new Map();
       const result = await stage(
         'sql: upsert vcons',
         () => db<{ uuid: string; created: boolean }[]>`
+        with u as (
         insert into vcons as v (${vconColumns()}) ${vconRows(items)}
         on conflict (uuid) do update set
           doc = excluded.doc, kind = excluded.kind, subject = excluded.subject,
@@ -267,7 +273,11 @@ export function createVconRepo(db: Db) {
             when excluded.tags_sig is null then null
             when excluded.tags_sig is distinct from v.tags_sig then now()
             else v.tags_updated_at end
-        returning uuid::text, (xmax = 0) as created`,
+        returning uuid, (xmax = 0) as created),
+        c as (
+          insert into change_log (uuid, kind, key_id)
+          select uuid, case when created then 'created' else ${change.kind}::text end, ${change.keyId}::text from u)
+        select uuid::text, created from u`,
       );
       await writeDerived(
         items,
@@ -323,9 +333,13 @@ export function createVconRepo(db: Db) {
      * Deletes a vCon. Its derived rows go by the delete trigger (0001_schema.sql: they have no foreign
      * keys), its search rows by their cascade, in this statement: the row lock it takes makes a
      * concurrent write of the vCon finish first, and the trigger sees the rows that write committed.
+     * The same statement logs the deletion.
      */
-    async remove(uuid: string): Promise<boolean> {
-      const rows = await db`delete from vcons where uuid = ${uuid}::uuid returning uuid`;
+    async remove(uuid: string, keyId: string | null): Promise<boolean> {
+      const rows = await db`
+        with d as (delete from vcons where uuid = ${uuid}::uuid returning uuid),
+        c as (insert into change_log (uuid, kind, key_id) select uuid, 'deleted', ${keyId}::text from d)
+        select uuid from d`;
       return rows.length > 0;
     },
 

@@ -80,6 +80,31 @@ export function readDateTime(s: string): Date | undefined {
   return dateTimeProblem(s) === undefined ? parseDateTime(s) : undefined;
 }
 
+const RFC2822_RE =
+  /^(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),\s*)?(\d{1,2})\s+(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(\d{4})\s+(\d{2}):(\d{2})(?::(\d{2}))?\s+([+-]\d{4}|UT|GMT|Z)$/;
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/**
+ * The instant of an RFC 2822 date ("Wed, 18 May 2022 23:05:05 -0000"), which early vCon producers
+ * wrote, or undefined when it is not one (or names no real, storable instant). The lenient
+ * validation mode accepts it; everything downstream reads it as this instant.
+ */
+export function readRfc2822(s: string): Date | undefined {
+  const m = RFC2822_RE.exec(s);
+  if (!m) return undefined;
+  const [, d, mon, y, h, mi, sec, zone] = m;
+  const mo = MONTHS.indexOf(mon);
+  const offset = /^[+-]/.test(zone) ? (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(3))) : 0;
+  const local = Date.UTC(Number(y), mo, Number(d), Number(h), Number(mi), Number(sec ?? 0));
+  const t = new Date(local - offset * 60_000);
+  // Date.UTC rolls 31 Feb over to March: a real date names its own day.
+  if (new Date(local).getUTCDate() !== Number(d) || Number(h) > 23 || Number(mi) > 59 || Number(sec ?? 0) > 59) return undefined;
+  return inInstantRange(t) ? t : undefined;
+}
+
+/** The instant a stored document's date names: RFC 3339, or RFC 2822 (which only the lenient mode stores). */
+export const readDocumentDate = (s: string): Date | undefined => readDateTime(s) ?? readRfc2822(s);
+
 /** True for RFC 3339 / ISO 8601 date-times with a real calendar date, in range after the offset. */
 export const isDateTime = (s: string): boolean => dateTimeProblem(s) === undefined;
 

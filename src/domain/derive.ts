@@ -1,7 +1,7 @@
 // Pure extraction of the derived rows of a stored vCon (ARCHITECTURE.md "Storage model"): what
 // lists, filters, discovery, tags, analytics and search read instead of scanning documents.
 import type { JsonObject, VconKind } from './vcon.js';
-import { readDateTime } from './dates.js';
+import { readDocumentDate } from './dates.js';
 import { decodeBase64Text, emailText, isEmailMediatype } from './email.js';
 
 export interface PartyRow {
@@ -108,7 +108,7 @@ const arr = (v: unknown): JsonObject[] =>
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const bodyBytes = (v: unknown): number | null =>
   v === undefined || v === null ? null : Buffer.byteLength(typeof v === 'string' ? v : JSON.stringify(v));
-const date = (v: unknown): Date | null => (typeof v === 'string' ? (readDateTime(v) ?? null) : null);
+const date = (v: unknown): Date | null => (typeof v === 'string' ? (readDocumentDate(v) ?? null) : null);
 
 /** True for the tags attachment, under `purpose` or legacy `type`. */
 export const isTagsAttachment = (a: JsonObject): boolean => a.purpose === 'tags' || a.type === 'tags';
@@ -289,7 +289,9 @@ export function extractUnits(doc: JsonObject, decoded: DecodedBodies = new Map()
     if (d.type !== 'text') return;
     push('dialog', i, text('dialog', i, d));
   });
-  arr(doc.analysis).forEach((a, i) => push('analysis', i, text('analysis', i, a)));
+  // An analysis object or array body is JSON whatever its encoding says, as validation reads it
+  // (lenient groups store producers' transcript objects sent with encoding "none").
+  arr(doc.analysis).forEach((a, i) => push('analysis', i, typeof a.body === 'object' && a.body !== null ? jsonText(a.body) : text('analysis', i, a)));
   arr(doc.attachments).forEach((a, i) => {
     if (isTagsAttachment(a)) return;
     push('attachment', i, text('attachment', i, a));

@@ -11,6 +11,7 @@ import { AppError, InvalidParameterError, ValidationError, issueDetails, stringE
 import { textProblem } from './text.js';
 import { BATCH_MAX, StoredVcon } from './responses.js';
 import { UUID_RE, Vcon } from './vcon.js';
+import { CHANGE_KINDS, type ChangeKind } from './changes.js';
 
 export const MAX_PAGE = 100;
 /** The tag-ordered listing pages through at most this many rows. */
@@ -236,6 +237,64 @@ export const TagsQuery = z.object({
   // A key like PUT's: `?key=` (empty) or one with ":" can name no tag, a 400 rather than a 404.
   key: z.preprocess((v) => (v === null ? undefined : v), TagKeyToRead.optional()).describe('Return only this tag (tag_not_found when absent)'),
 });
+
+/** The largest page of GET /changes. */
+export const CHANGES_MAX_PAGE = 1000;
+const MAX_INT8 = 9223372036854775807n;
+
+/** A cursor of the change log: the decimal string of a non-negative 64-bit integer (0: before the first entry). */
+const cursor = (describe: string) =>
+  z.preprocess(
+    (v) => (absent(v) ? undefined : v),
+    z
+      .string({ error: (i) => `must be a cursor (a non-negative integer, an entry's cursor), got ${got(i.input)}` })
+      .regex(/^\d{1,19}$/, { error: (i) => `must be a cursor (a non-negative integer, an entry's cursor), got ${got(i.input)}` })
+      // Checks run on after a failed regex: only digits reach BigInt.
+      .refine((v) => !/^\d{1,19}$/.test(v) || BigInt(v) <= MAX_INT8, 'is too large for a cursor')
+      .optional()
+      .describe(describe),
+  );
+
+/** `kinds=created,deleted`: the kinds of change to show (all when absent). */
+const ChangeKinds = z.preprocess(
+  // An MCP client may send the list as an array.
+  (v) => (absent(v) ? undefined : Array.isArray(v) ? v.join(',') : v),
+  z
+    .string({ error: 'must be a comma-separated list of kinds' })
+    .transform((v, ctx) => {
+      const kinds = [...new Set(v.split(',').map((k) => k.trim()))];
+      const bad = kinds.filter((k) => !(CHANGE_KINDS as readonly string[]).includes(k));
+      if (bad.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `unknown kind(s) ${bad.map((k) => got(k.slice(0, 40))).join(', ')}; kinds are ${CHANGE_KINDS.join(', ')}`,
+        });
+        return z.NEVER;
+      }
+      return kinds as ChangeKind[];
+    })
+    .optional()
+    .describe(`Only these kinds of change, comma-separated: ${CHANGE_KINDS.join(', ')}`),
+);
+
+/** `GET /changes` (API.md "Changes"). */
+export const ChangesQuery = z.object({
+  after: cursor('Entries after this cursor (the next_cursor of the previous page); absent: from the oldest entry held'),
+  limit: int({ def: 100, min: 1, cap: CHANGES_MAX_PAGE, describe: `Page size, default 100, capped at ${CHANGES_MAX_PAGE}` }),
+  kinds: ChangeKinds,
+});
+export type ChangesQuery = z.output<typeof ChangesQuery>;
+
+/** `GET /changes/stream`: `after` may also be `now` (only what is written from now on). */
+export const ChangesStreamQuery = z.object({
+  after: z
+    .union([z.literal('now'), cursor('')])
+    .describe('Events after this cursor, or "now"; absent: from the oldest entry held. Last-Event-ID wins'),
+  kinds: ChangeKinds,
+});
+
+/** The Last-Event-ID header of a reconnecting EventSource: the cursor of the last event it got. */
+export const LastEventId = z.object({ 'Last-Event-ID': cursor('The cursor of the last event received') });
 
 /** `GET /tags/search`, search_by_tags. */
 export const TagSearchQuery = z.object({

@@ -4,6 +4,7 @@
 // inside them are the validator's own open schemas from vcon.ts.
 import { z } from 'zod';
 import { Analysis, Attachment, Dialog, EncryptedVcon, SignedVcon, Vcon } from './vcon.js';
+import { CHANGE_KINDS } from './changes.js';
 
 /** The machine-readable `error` codes per HTTP status (API.md "Envelopes"). */
 export const ERROR_CODES = {
@@ -12,6 +13,8 @@ export const ERROR_CODES = {
   403: ['forbidden'],
   404: ['vcon_not_found', 'tag_not_found', 'example_not_found', 'route_not_found'],
   405: ['method_not_allowed'],
+  // cursor_expired: entries after the cursor were pruned (GET /changes, /changes/stream); the message names the oldest cursor held.
+  410: ['cursor_expired'],
   413: ['payload_too_large', 'too_many_elements'],
   415: ['unsupported_media_type'],
   500: ['internal_error'],
@@ -125,8 +128,13 @@ export const ExampleResult = z.object({ success: ok, type: z.string(), vcon: Vco
 
 // vCons
 
-export const Created = z.object({ success: ok, uuid: UuidString, created: z.literal(true) });
-export const Replaced = z.object({ success: ok, uuid: UuidString, created: z.literal(false) });
+/** What the group's validation mode tolerated in an accepted document (absent when nothing was). */
+const Warnings = z
+  .array(ErrorDetail)
+  .optional()
+  .describe('What the validation mode (VCON_VALIDATION) tolerated that strict validation refuses; absent when nothing was');
+export const Created = z.object({ success: ok, uuid: UuidString, created: z.literal(true), warnings: Warnings });
+export const Replaced = z.object({ success: ok, uuid: UuidString, created: z.literal(false), warnings: Warnings });
 
 /** POST /vcons/batch accepts 1 to this many vCons (API.md); the importer batches by it too. */
 export const BATCH_MAX = 100;
@@ -137,6 +145,7 @@ export const BatchItem = z.object({
   error: z.string().optional().describe('For a rejected item: an error code of the one error format'),
   message: z.string().optional(),
   details: z.array(ErrorDetail).optional(),
+  warnings: Warnings,
 });
 export const BatchResult = z.object({
   success: z.boolean().describe('True when no item failed'),
@@ -182,10 +191,30 @@ export const Deleted = z.object({ success: ok, uuid: UuidString, deleted: z.lite
 export const AnalysisList = z.object({ success: ok, uuid: UuidString, count: Count, analysis: z.array(Analysis) });
 export const AttachmentList = z.object({ success: ok, uuid: UuidString, count: Count, attachments: z.array(Attachment) });
 
-const appended = { success: ok, uuid: UuidString, index: Count.describe('Index of the new item in its array') };
+const appended = { success: ok, uuid: UuidString, index: Count.describe('Index of the new item in its array'), warnings: Warnings };
 export const DialogAppended = z.object({ ...appended, dialog: Dialog });
 export const AnalysisAppended = z.object({ ...appended, analysis: Analysis });
 export const AttachmentAppended = z.object({ ...appended, attachment: Attachment });
+
+// The change log
+
+const CursorString = z.string().regex(/^\d+$/).describe('A cursor: a decimal integer string, increasing along the log');
+/** One change as a stream event's data: thin, a consumer reads the vCon itself. */
+export const ChangeEvent = z.object({
+  cursor: CursorString,
+  uuid: UuidString,
+  kind: z.enum(CHANGE_KINDS),
+  time: z.string().describe('When the writing transaction began (RFC 3339, UTC)'),
+});
+export const ChangeEntry = ChangeEvent.extend({
+  key_id: z.string().nullable().describe('The id of the API key that made the change (never the key); null without auth'),
+});
+export const ChangesPage = z.object({
+  success: ok,
+  data: z.array(ChangeEntry).describe('Oldest first'),
+  next_cursor: CursorString.describe('The `after` of the next request: the last entry, or all read so far when has_more is false'),
+  has_more: z.boolean().describe('True when more entries are readable now'),
+});
 
 // Tags and discovery
 

@@ -3,8 +3,8 @@
 // Unknown fields pass through (looseObject); services store the caller's own object, so key order
 // and unknown fields survive untouched.
 import { z } from 'zod';
-import { ValidationError, invalid, issueDetails, stringError } from './errors.js';
-import { RANGE_PROBLEM, dateTimeProblem } from './dates.js';
+import { ValidationError, formatPath, invalid, issueDetails, stringError } from './errors.js';
+import { RANGE_PROBLEM, dateTimeProblem, readRfc2822 } from './dates.js';
 import { textProblem, unstorableText } from './text.js';
 import { tooManyElements } from './elements.js';
 
@@ -19,15 +19,29 @@ export const ENCODINGS = ['base64url', 'json', 'none'] as const;
 export const MAX_DURATION_S = 1e9;
 
 export const Uuid = z.string().regex(UUID_RE, 'must be a UUID (8-4-4-4-12 hexadecimal digits)');
+
+/**
+ * How much of what real producers write a group accepts (VCON_VALIDATION; README § "Validation
+ * modes"). `strict` follows the project's rules; `ietf` adds what the IETF vCon draft allows beyond
+ * them (any JSON value as an analysis body with encoding "json"); `lenient` adds known producer
+ * slips. Broken documents are refused, with the same messages, in every mode.
+ */
+export const VALIDATION_MODES = ['strict', 'ietf', 'lenient'] as const;
+export type ValidationMode = (typeof VALIDATION_MODES)[number];
+
+const DATE_FORMAT_MESSAGE = 'must be an RFC 3339 date-time such as 2025-01-31T14:05:00Z';
 // One check that reads the date once (two refines read it twice); a format problem aborts, as
 // `abort: true` did, and a range problem doesn't.
-export const DateTime = z.string({ error: 'must be a date-time string' }).superRefine((s, ctx) => {
-  const problem = dateTimeProblem(s);
-  if (problem === 'format') ctx.addIssue({ code: 'custom', message: 'must be an RFC 3339 date-time such as 2025-01-31T14:05:00Z', continue: false });
-  else if (problem === 'range') ctx.addIssue({ code: 'custom', message: RANGE_PROBLEM });
-});
+const dateTimeOf = (rfc2822: boolean) =>
+  z.string({ error: 'must be a date-time string' }).superRefine((s, ctx) => {
+    const problem = dateTimeProblem(s);
+    if (problem === 'format' && !(rfc2822 && readRfc2822(s))) ctx.addIssue({ code: 'custom', message: DATE_FORMAT_MESSAGE, continue: false });
+    else if (problem === 'range') ctx.addIssue({ code: 'custom', message: RANGE_PROBLEM });
+  });
+export const DateTime = dateTimeOf(false);
 const MediaType = z.string({ error: 'must be a media type string' }).regex(MEDIA_TYPE_RE, 'must be a media type like text/plain or audio/x-wav');
-const Encoding = z.enum(ENCODINGS, { error: `must be one of ${ENCODINGS.join(', ')}` });
+const LENIENT_ENCODINGS = [...ENCODINGS, 'base64'] as const;
+const encodingOf = (values: readonly [string, ...string[]]) => z.enum(values, { error: `must be one of ${ENCODINGS.join(', ')}` });
 const Index = z.number({ error: 'must be an array index (integer ≥ 0)' }).int('must be an integer').min(0, 'must be ≥ 0');
 const IndexOrList = z.union([Index, z.array(z.union([Index, z.array(Index)]))], {
   error: 'must be an index or an array of indexes',
@@ -44,116 +58,159 @@ export const Party = z.looseObject({
 });
 export type Party = z.infer<typeof Party>;
 
-export const Dialog = z
-  .looseObject({
-    type: z.enum(DIALOG_TYPES, { error: `must be one of ${DIALOG_TYPES.join(', ')}` }),
-    start: DateTime.optional(),
-    duration: z
-      .number({ error: 'must be a number of seconds' })
-      .min(0, 'must be ≥ 0')
-      .max(MAX_DURATION_S, `must be at most ${MAX_DURATION_S} seconds`)
-      .optional(),
-    parties: IndexOrList.optional(),
-    originator: Index.optional(),
-    mediatype: MediaType.optional(),
-    mimetype: MediaType.optional(),
-    filename: z.string().optional(),
-    encoding: Encoding.optional(),
-    url: z.string().optional(),
-    disposition: z.string().optional(),
-    session_id: z.unknown().optional(),
-    application: z.string().optional(),
-    message_id: z.string().optional(),
-    body: z.unknown().optional(),
-  })
-  .superRefine(
-    (d, ctx) => {
-      if (d?.type === 'incomplete' && (typeof d.disposition !== 'string' || d.disposition === '')) {
-        ctx.addIssue({ code: 'custom', path: ['disposition'], message: 'is required when type is incomplete' });
-      }
-    },
-    { when: (p) => typeof p.value === 'object' && p.value !== null },
-  );
-export type Dialog = z.infer<typeof Dialog>;
+const ANALYSIS_BODY_MESSAGE = 'must be a string (serialise structured output and set encoding "json")';
+const isStructured = (v: unknown) => typeof v === 'object' && v !== null;
 
-export const Analysis = z.looseObject({
-  type: z
-    .string({ error: stringError('is required (a string such as summary or transcript)', 'must be a string such as summary or transcript') })
-    .min(1, 'must not be empty'),
-  vendor: z.string({ error: stringError('is required (a non-empty string)', 'must be a non-empty string') }).min(1, 'must not be empty'),
-  dialog: IndexOrList.optional(),
-  product: z.string().optional(),
-  schema: z.string().optional(),
-  mediatype: MediaType.optional(),
-  mimetype: MediaType.optional(),
-  encoding: Encoding.optional(),
-  body: z.string({ error: 'must be a string (serialise structured output and set encoding "json")' }).optional(),
-  url: z.string().optional(),
-  schema_version: z.undefined({ error: 'is not a vCon field: use `schema`' }).optional(),
-});
-export type Analysis = z.infer<typeof Analysis>;
-
-export const Attachment = z.looseObject({
-  purpose: z.string().optional(),
-  type: z.string().optional(),
-  start: DateTime.optional(),
-  party: Index.optional(),
-  dialog: Index.optional(),
-  mediatype: MediaType.optional(),
-  mimetype: MediaType.optional(),
-  encoding: Encoding.optional(),
-  filename: z.string().optional(),
-  url: z.string().optional(),
-  body: z.unknown().optional(),
-});
-export type Attachment = z.infer<typeof Attachment>;
+/**
+ * Whether a mode takes an analysis body that is not a string: the IETF draft allows any JSON value
+ * with encoding "json"; lenient also reads an object or array with encoding "none" (or none given) as JSON.
+ */
+function takesJsonBody(mode: ValidationMode, a: { encoding?: unknown; body?: unknown }): boolean {
+  if (mode === 'strict') return false;
+  if (a.encoding === 'json') return true;
+  return mode === 'lenient' && (a.encoding === 'none' || a.encoding === undefined) && isStructured(a.body);
+}
 
 const arrayOf = <T extends z.ZodType>(item: T, what: string) => z.array(item, { error: `must be an array of ${what} objects` });
-
-const VconFields = {
-  uuid: Uuid.optional(),
-  vcon: z.string({ error: 'must be a string' }).optional(),
-  created_at: DateTime.optional(),
-  updated_at: DateTime.optional(),
-  subject: z.string({ error: 'must be a string' }).nullable().optional(),
-  parties: arrayOf(Party, 'party').optional(),
-  dialog: arrayOf(Dialog, 'dialog').optional(),
-  analysis: arrayOf(Analysis, 'analysis').optional(),
-  attachments: arrayOf(Attachment, 'attachment').optional(),
-  extensions: StringList.optional(),
-  critical: StringList.optional(),
-  must_support: StringList.optional(),
-};
-
 const indexList = (v: unknown): number[] => (Array.isArray(v) ? v.flat(2) : typeof v === 'number' ? [v] : []) as number[];
 
-/** The plain (unsigned, unencrypted) vCon, with index references checked. */
-export const Vcon = z.looseObject(VconFields).superRefine(
-  (v, ctx) => {
-    // Runs even when other fields failed, so one 400 lists every problem: read defensively.
-    const list = (x: unknown) => (Array.isArray(x) ? x.filter((i) => typeof i === 'object' && i !== null) : []);
-    v = { ...v, parties: list(v.parties), dialog: list(v.dialog), analysis: list(v.analysis), attachments: list(v.attachments) };
-    const np = v.parties?.length ?? 0;
-    const nd = v.dialog?.length ?? 0;
-    const check = (ok: boolean, path: (string | number)[], message: string) => {
-      if (!ok) ctx.addIssue({ code: 'custom', path, message });
-    };
-    v.dialog?.forEach((d, i) => {
-      for (const p of indexList(d.parties)) check(p < np, ['dialog', i, 'parties'], `party index ${p} is out of range (${np} parties)`);
-      if (typeof d.originator === 'number')
-        check(d.originator < np, ['dialog', i, 'originator'], `party index ${d.originator} is out of range (${np} parties)`);
-    });
-    v.analysis?.forEach((a, i) => {
-      for (const di of indexList(a.dialog)) check(di < nd, ['analysis', i, 'dialog'], `dialog index ${di} is out of range (${nd} dialogs)`);
-    });
-    v.attachments?.forEach((a, i) => {
-      if (typeof a.party === 'number') check(a.party < np, ['attachments', i, 'party'], `party index ${a.party} is out of range (${np} parties)`);
-      if (typeof a.dialog === 'number')
-        check(a.dialog < nd, ['attachments', i, 'dialog'], `dialog index ${a.dialog} is out of range (${nd} dialogs)`);
-    });
-  },
-  { when: (p) => typeof p.value === 'object' && p.value !== null && !Array.isArray(p.value) },
-);
+/** The schemas of one validation mode: the one decider of what a group accepts. */
+function buildSchemas(mode: ValidationMode) {
+  const lenient = mode === 'lenient';
+  const DateTime = dateTimeOf(lenient);
+  const Encoding = encodingOf(lenient ? LENIENT_ENCODINGS : ENCODINGS);
+  // Lenient takes any other name too, but a missing, empty or non-string type is refused as strict refuses it.
+  const typeMessage = `must be one of ${DIALOG_TYPES.join(', ')}`;
+  const DialogType = lenient ? z.string({ error: typeMessage }).min(1, typeMessage) : z.enum(DIALOG_TYPES, { error: typeMessage });
+  const vendor = z.string({ error: stringError('is required (a non-empty string)', 'must be a non-empty string') }).min(1, 'must not be empty');
+
+  const Dialog = z
+    .looseObject({
+      type: DialogType,
+      start: DateTime.optional(),
+      duration: z
+        .number({ error: 'must be a number of seconds' })
+        .min(0, 'must be ≥ 0')
+        .max(MAX_DURATION_S, `must be at most ${MAX_DURATION_S} seconds`)
+        .optional(),
+      parties: IndexOrList.optional(),
+      originator: Index.optional(),
+      mediatype: MediaType.optional(),
+      mimetype: MediaType.optional(),
+      filename: z.string().optional(),
+      encoding: Encoding.optional(),
+      url: z.string().optional(),
+      disposition: z.string().optional(),
+      session_id: z.unknown().optional(),
+      application: z.string().optional(),
+      message_id: z.string().optional(),
+      body: z.unknown().optional(),
+    })
+    .superRefine(
+      (d, ctx) => {
+        if (d?.type === 'incomplete' && (typeof d.disposition !== 'string' || d.disposition === '')) {
+          ctx.addIssue({ code: 'custom', path: ['disposition'], message: 'is required when type is incomplete' });
+        }
+      },
+      { when: (p) => typeof p.value === 'object' && p.value !== null },
+    );
+
+  const Analysis = z
+    .looseObject({
+      type: z
+        .string({ error: stringError('is required (a string such as summary or transcript)', 'must be a string such as summary or transcript') })
+        .min(1, 'must not be empty'),
+      vendor: lenient ? vendor.optional() : vendor,
+      dialog: IndexOrList.optional(),
+      product: z.string().optional(),
+      schema: z.string().optional(),
+      mediatype: MediaType.optional(),
+      mimetype: MediaType.optional(),
+      encoding: Encoding.optional(),
+      // A string, or (checked below, as the mode allows) a JSON value.
+      body: mode === 'strict' ? z.string({ error: ANALYSIS_BODY_MESSAGE }).optional() : z.unknown().optional(),
+      url: z.string().optional(),
+      schema_version: z.undefined({ error: 'is not a vCon field: use `schema`' }).optional(),
+    })
+    .superRefine(
+      (a, ctx) => {
+        if (mode !== 'strict' && a.body !== undefined && typeof a.body !== 'string' && !takesJsonBody(mode, a)) {
+          ctx.addIssue({ code: 'custom', path: ['body'], message: ANALYSIS_BODY_MESSAGE });
+        }
+      },
+      { when: (p) => typeof p.value === 'object' && p.value !== null },
+    );
+
+  const Attachment = z.looseObject({
+    purpose: z.string().optional(),
+    type: z.string().optional(),
+    start: DateTime.optional(),
+    party: Index.optional(),
+    dialog: Index.optional(),
+    mediatype: MediaType.optional(),
+    mimetype: MediaType.optional(),
+    encoding: Encoding.optional(),
+    filename: z.string().optional(),
+    url: z.string().optional(),
+    body: z.unknown().optional(),
+  });
+
+  const VconFields = {
+    uuid: Uuid.optional(),
+    vcon: z.string({ error: 'must be a string' }).optional(),
+    created_at: DateTime.optional(),
+    updated_at: DateTime.optional(),
+    subject: z.string({ error: 'must be a string' }).nullable().optional(),
+    parties: arrayOf(Party, 'party').optional(),
+    dialog: arrayOf(Dialog, 'dialog').optional(),
+    analysis: arrayOf(Analysis, 'analysis').optional(),
+    attachments: arrayOf(Attachment, 'attachment').optional(),
+    extensions: StringList.optional(),
+    critical: StringList.optional(),
+    must_support: StringList.optional(),
+  };
+
+  /** The plain (unsigned, unencrypted) vCon, with index references checked. */
+  const Vcon = z.looseObject(VconFields).superRefine(
+    (v, ctx) => {
+      // Runs even when other fields failed, so one 400 lists every problem: read defensively.
+      const list = (x: unknown) => (Array.isArray(x) ? x.filter((i) => typeof i === 'object' && i !== null) : []);
+      v = { ...v, parties: list(v.parties), dialog: list(v.dialog), analysis: list(v.analysis), attachments: list(v.attachments) };
+      const np = v.parties?.length ?? 0;
+      const nd = v.dialog?.length ?? 0;
+      const check = (ok: boolean, path: (string | number)[], message: string) => {
+        if (!ok) ctx.addIssue({ code: 'custom', path, message });
+      };
+      v.dialog?.forEach((d, i) => {
+        for (const p of indexList(d.parties)) check(p < np, ['dialog', i, 'parties'], `party index ${p} is out of range (${np} parties)`);
+        if (typeof d.originator === 'number')
+          check(d.originator < np, ['dialog', i, 'originator'], `party index ${d.originator} is out of range (${np} parties)`);
+      });
+      v.analysis?.forEach((a, i) => {
+        for (const di of indexList(a.dialog)) check(di < nd, ['analysis', i, 'dialog'], `dialog index ${di} is out of range (${nd} dialogs)`);
+      });
+      v.attachments?.forEach((a, i) => {
+        if (typeof a.party === 'number') check(a.party < np, ['attachments', i, 'party'], `party index ${a.party} is out of range (${np} parties)`);
+        if (typeof a.dialog === 'number')
+          check(a.dialog < nd, ['attachments', i, 'dialog'], `dialog index ${a.dialog} is out of range (${nd} dialogs)`);
+      });
+    },
+    { when: (p) => typeof p.value === 'object' && p.value !== null && !Array.isArray(p.value) },
+  );
+  return { Dialog, Analysis, Attachment, Vcon };
+}
+
+export type VconSchemas = ReturnType<typeof buildSchemas>;
+const SCHEMAS: Record<ValidationMode, VconSchemas> = { strict: buildSchemas('strict'), ietf: buildSchemas('ietf'), lenient: buildSchemas('lenient') };
+
+/** The Vcon, Dialog, Analysis and Attachment schemas of a validation mode. */
+export const vconSchemas = (mode: ValidationMode): VconSchemas => SCHEMAS[mode];
+
+// The strict schemas, which types and the strict group's documents use.
+export const { Dialog, Analysis, Attachment, Vcon } = SCHEMAS.strict;
+export type Dialog = z.infer<typeof Dialog>;
+export type Analysis = z.infer<typeof Analysis>;
+export type Attachment = z.infer<typeof Attachment>;
 export type Vcon = z.infer<typeof Vcon>;
 
 /** A JWS General JSON signed vCon: stored opaque, identified by the uuid in a signature header. */
@@ -346,18 +403,91 @@ export function acceptsPlainVcon(v: JsonObject): boolean {
   );
 }
 
+/** Something a group's validation mode accepted that the strict rules refuse: said, never silent. */
+export interface ValidationWarning {
+  path: string;
+  message: string;
+}
+
+/** A write result's `warnings` member: present only when the mode tolerated something. */
+export const withWarnings = (warnings: readonly ValidationWarning[]): { warnings?: ValidationWarning[] } =>
+  warnings.length > 0 ? { warnings: [...warnings] } : {};
+
 export interface ClassifiedVcon {
   kind: VconKind;
   /** The caller's own object (key order and unknown fields intact). */
   doc: JsonObject;
   uuid: string | undefined;
+  /** What the mode tolerated (empty in strict mode and for documents the strict rules accept). */
+  warnings: ValidationWarning[];
+}
+
+const valueAt = (doc: unknown, path: readonly PropertyKey[]): unknown =>
+  path.reduce<unknown>((v, k) => (typeof v === 'object' && v !== null ? (v as Record<PropertyKey, unknown>)[k] : undefined), doc);
+
+/** What a mode made of a value the strict rules refuse, in words for the warning. */
+function toleranceOf(mode: ValidationMode, doc: unknown, path: readonly PropertyKey[]): string {
+  const field = path[path.length - 1];
+  const value = valueAt(doc, path);
+  const parent = valueAt(doc, path.slice(0, -1)) as JsonObject | undefined;
+  if (field === 'body') {
+    return parent?.encoding === 'json'
+      ? 'is a JSON value with encoding "json", which the IETF vCon draft allows: stored as sent'
+      : `is a JSON ${Array.isArray(value) ? 'array' : 'object'} with encoding ${parent?.encoding === undefined ? 'absent' : '"none"'}: read as JSON`;
+  }
+  if (field === 'encoding') return `${JSON.stringify(value)} is not a vCon encoding: read as standard base64, base64url's sibling`;
+  if (field === 'vendor') return 'is missing: accepted without a vendor';
+  if (field === 'type') return `${JSON.stringify(value)} is not a vCon dialog type: stored as sent`;
+  if (typeof value === 'string') {
+    const instant = readRfc2822(value);
+    if (instant) return `is an RFC 2822 date: read as ${instant.toISOString()}`;
+  }
+  return `accepted in ${mode} mode`;
 }
 
 /**
- * Validates an incoming document and says what it is. Signed and encrypted forms are opaque:
- * only their envelope and header uuid are checked.
+ * Validates a plain vCon under a mode: refused with the mode's messages, or accepted with a warning
+ * for each item the strict rules would have refused (the strict schema's issues, reworded).
  */
-export function classifyVcon(input: unknown, maxElements = DEFAULT_MAX_ELEMENTS): ClassifiedVcon {
+function validatePlain(input: JsonObject, mode: ValidationMode): ValidationWarning[] {
+  validate(vconSchemas(mode).Vcon, input, 'vCon');
+  if (mode === 'strict') return [];
+  return warningsOf(Vcon.safeParse(input), input, mode);
+}
+
+/** The tolerated items of a value that a mode accepted, as warnings under `prefix`. */
+function warningsOf(
+  strict: z.ZodSafeParseResult<unknown>,
+  input: unknown,
+  mode: ValidationMode,
+  prefix: (string | number)[] = [],
+): ValidationWarning[] {
+  if (strict.success) return [];
+  return strict.error.issues.map((i) => ({ path: formatPath([...prefix, ...i.path]), message: toleranceOf(mode, input, i.path) }));
+}
+
+/**
+ * Validates one dialog, analysis or attachment (an append) under a mode, and returns what the mode
+ * tolerated. `prefix` names where it goes, for messages.
+ */
+export function validateItem(
+  kind: 'dialog' | 'analysis' | 'attachment',
+  item: unknown,
+  mode: ValidationMode,
+  what: string,
+  prefix: (string | number)[] = [],
+): ValidationWarning[] {
+  const pick = (s: VconSchemas) => (kind === 'dialog' ? s.Dialog : kind === 'analysis' ? s.Analysis : s.Attachment);
+  validate(pick(vconSchemas(mode)), item, what, prefix);
+  if (mode === 'strict') return [];
+  return warningsOf(pick(SCHEMAS.strict).safeParse(item), item, mode, prefix);
+}
+
+/**
+ * Validates an incoming document under a mode (strict unless given) and says what it is. Signed
+ * and encrypted forms are opaque: only their envelope and header uuid are checked.
+ */
+export function classifyVcon(input: unknown, maxElements = DEFAULT_MAX_ELEMENTS, mode: ValidationMode = 'strict'): ClassifiedVcon {
   const { unstorable } = scanDocument(input, MAX_DEPTH, maxElements);
   if (!isPlainObject(input)) {
     throw new ValidationError('Invalid vCon: the body must be a JSON object (the vCon itself, not wrapped)', [
@@ -367,15 +497,15 @@ export function classifyVcon(input: unknown, maxElements = DEFAULT_MAX_ELEMENTS)
   if (Object.hasOwn(input, 'payload') && Object.hasOwn(input, 'signatures')) {
     const s = validate(SignedVcon, input, 'signed vCon');
     const uuid = s.signatures.map((x) => x.header?.uuid).find(Boolean);
-    return { kind: 'signed', doc: input, uuid: uuid?.toLowerCase() };
+    return { kind: 'signed', doc: input, uuid: uuid?.toLowerCase(), warnings: [] };
   }
   if (Object.hasOwn(input, 'ciphertext') && Object.hasOwn(input, 'recipients')) {
     const e = validate(EncryptedVcon, input, 'encrypted vCon');
-    return { kind: 'encrypted', doc: input, uuid: e.unprotected?.uuid?.toLowerCase() };
+    return { kind: 'encrypted', doc: input, uuid: e.unprotected?.uuid?.toLowerCase(), warnings: [] };
   }
-  if (!unstorable && acceptsPlainVcon(input)) {
-    return { kind: 'plain', doc: input, uuid: typeof input.uuid === 'string' ? input.uuid.toLowerCase() : undefined };
-  }
-  const v = validate(Vcon, input, 'vCon');
-  return { kind: 'plain', doc: input, uuid: v.uuid?.toLowerCase() };
+  const uuid = typeof input.uuid === 'string' ? input.uuid.toLowerCase() : undefined;
+  // The fast acceptor answers for the strict rules, which every mode includes.
+  if (!unstorable && acceptsPlainVcon(input)) return { kind: 'plain', doc: input, uuid, warnings: [] };
+  const warnings = validatePlain(input, mode);
+  return { kind: 'plain', doc: input, uuid, warnings };
 }

@@ -20,6 +20,7 @@ import { registerVconRoutes } from './routes/vcons.js';
 import { registerTagRoutes } from './routes/tags.js';
 import { registerSearchRoutes } from './routes/search.js';
 import { registerDatabaseRoutes } from './routes/database.js';
+import { registerChangeRoutes, registerChangeStreamRoute } from './routes/changes.js';
 
 export interface AppDeps {
   config: Config;
@@ -96,11 +97,13 @@ export function buildApp(deps: AppDeps): Express {
     api.use(createAuth(config, log));
     api.use(createBodyGate(config.rest.bodyLimit, services.bodies));
     api.use(createBodyParser(config));
+    registerChangeStreamRoute(api, services);
     api.use(createAdmissionGate(services.admission));
     registerVconRoutes(api, services);
     registerTagRoutes(api, services);
     registerSearchRoutes(api, services);
     registerDatabaseRoutes(api, services);
+    registerChangeRoutes(api, services);
   }
   app.use(base || '/', api);
 

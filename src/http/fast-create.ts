@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createFastBasics, hasBody, type FastGet, type FastGetDeps } from './fast-get.js';
 import { checkJsonValues } from '../domain/elements.js';
 import { checkJsonBytes } from '../domain/exact-json.js';
+import { withWarnings, type ValidationWarning } from '../domain/vcon.js';
 
 /** The media types body.ts parses as JSON. */
 const JSON_TYPES = new Set(['application/json', 'application/vcon', 'application/vcon+json']);
@@ -85,7 +86,7 @@ export function createFastCreate(deps: FastGetDeps): FastGet | undefined {
       throw Object.assign(err as Error, { type: 'entity.parse.failed', status: 400 });
     }
     const release = await admission.acquire();
-    let r: { uuid: string; created: boolean };
+    let r: { uuid: string; created: boolean; warnings: ValidationWarning[] };
     try {
       // As the gate: a client gone while its request waited for a turn gets nothing.
       if (res.closed || res.socket?.destroyed !== false) return;
@@ -94,7 +95,7 @@ export function createFastCreate(deps: FastGetDeps): FastGet | undefined {
       release();
     }
     if (res.closed) return;
-    const body = JSON.stringify({ success: true, uuid: r.uuid, created: r.created });
+    const body = JSON.stringify({ success: true, uuid: r.uuid, created: r.created, ...withWarnings(r.warnings) });
     res.writeHead(
       r.created ? 201 : 200,
       headersOf(id, ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(body))]),

@@ -58,6 +58,9 @@ const SCHEMAS: Record<string, z.ZodType> = {
   SearchResults: R.SearchResults,
   HybridResults: R.HybridResults,
   DataResult: R.DataResult,
+  ChangeEvent: R.ChangeEvent,
+  ChangeEntry: R.ChangeEntry,
+  ChangesPage: R.ChangesPage,
 };
 type SchemaName = keyof typeof SCHEMAS & string;
 
@@ -160,6 +163,32 @@ const ROUTES: Route[] = [
       },
     },
     errors: [404],
+  },
+
+  // The change log
+  {
+    method: 'get',
+    path: '/changes',
+    id: 'listChanges',
+    tag: 'changes',
+    summary: 'A page of the change log, oldest first',
+    description:
+      'Every committed write of a vCon, once, in cursor order: created, updated (replace, PATCH), appended (dialog, analysis, attachment), tags_changed, deleted. A cursor never skips an entry that commits late. Resume with after=next_cursor.',
+    query: P.ChangesQuery,
+    replies: { 200: { description: 'A page', schema: 'ChangesPage' } },
+    errors: [400, 410],
+  },
+  {
+    method: 'get',
+    path: '/changes/stream',
+    id: 'streamChanges',
+    tag: 'changes',
+    summary: 'The change log as Server-Sent Events',
+    description:
+      'First a `ready` event whose id is the start cursor, then one event per change (id: its cursor; data: a ChangeEvent), comment heartbeats, a `retry:` hint, and an `end` event when the server shuts down. Resume with the Last-Event-ID header (wins) or ?after=. A client that does not read is disconnected.',
+    query: P.ChangesStreamQuery,
+    replies: { 200: { description: 'An event stream', schema: 'ChangeEvent', contentType: 'text/event-stream' } },
+    errors: [400, 410],
   },
 
   // vCons
@@ -440,6 +469,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   403: 'Read-only key used with a non-read method, or a plugin refused the operation',
   404: 'Not found',
   405: 'Method not allowed on this path',
+  410: 'The cursor is older than the change log keeps (CHANGES_RETENTION_HOURS); the message names the oldest cursor held',
   413: 'Request body over REST_API_BODY_LIMIT',
   415: 'Unsupported Content-Type or Content-Encoding',
   500: 'Internal error (production: only "An unexpected error occurred")',
@@ -607,6 +637,7 @@ export function buildOpenApiDocument(config: Config, info: { version: string }):
       { name: 'search' },
       { name: 'database' },
       { name: 'analytics' },
+      { name: 'changes', description: 'The change log: what was written, in order, as pages or a stream' },
     ],
     paths,
     components: {

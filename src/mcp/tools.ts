@@ -6,6 +6,7 @@ import {
   AnalyticsQuery,
   AnalyzeBody,
   AttachmentsQuery,
+  ChangesQuery,
   DateRangeQuery,
   DiscoveryQuery,
   ExampleArgs,
@@ -25,7 +26,7 @@ import {
   WaitFor,
   WriteQuery,
 } from '../domain/params.js';
-import { Analysis, Attachment, Dialog } from '../domain/vcon.js';
+import { Analysis, Attachment, Dialog, withWarnings } from '../domain/vcon.js';
 import { ValidationError } from '../domain/errors.js';
 import { StoredVcon } from '../domain/responses.js';
 import { EXAMPLE_TYPES } from '../domain/examples.js';
@@ -138,7 +139,7 @@ const appendTool = (
   run: async (args, ctx, env) => {
     const uuid = parseUuid(args.uuid);
     const r = await env.services.vcons.append(uuid, section, documentArg(args, item, `the ${item} object`), ctx);
-    return { uuid: r.uuid, index: r.index, [item]: r.item };
+    return { uuid: r.uuid, index: r.index, [item]: r.item, ...withWarnings(r.warnings) };
   },
 });
 
@@ -171,7 +172,7 @@ export const TOOLS: readonly ToolDef[] = [
     operations: ['vcons.create'],
     run: async (args, ctx, env) => {
       const r = await env.services.vcons.create(documentArg(args, 'vcon', 'the vCon object itself'), ctx, writeOptions(args));
-      return { uuid: r.uuid, created: r.created };
+      return { uuid: r.uuid, created: r.created, ...withWarnings(r.warnings) };
     },
   },
   {
@@ -201,6 +202,19 @@ export const TOOLS: readonly ToolDef[] = [
     annotations: READ,
     operations: ['vcons.list'],
     run: (args, ctx, env) => env.services.vcons.list({ limit: args.limit, offset: args.offset, format: args.format }, ctx),
+  },
+  {
+    name: 'list_changes',
+    title: 'Read the change log',
+    description:
+      'What was written to this group, oldest first: each entry has cursor, uuid, kind (created, updated, appended, tags_changed, deleted), ' +
+      'time and key_id. Pass after=next_cursor of the previous call to read on; every change appears once, none is skipped. ' +
+      'kinds filters (comma-separated). Returns {data, next_cursor, has_more}; read a vCon itself with get_vcon.',
+    input: ChangesQuery.shape,
+    scope: 'read',
+    annotations: READ,
+    operations: ['changes.page'],
+    run: async (args, _ctx, env) => ({ ...(await env.services.changes.page(args)) }),
   },
   {
     name: 'search_vcons',

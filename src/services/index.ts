@@ -9,6 +9,7 @@ import type { DatabaseService } from './database-service.js';
 import type { AnalyticsService } from './analytics-service.js';
 import type { Admission } from './admission.js';
 import type { BodyBudget } from './body-budget.js';
+import type { ChangeService } from './change-service.js';
 
 /** Every use case of one instance, as both transports see them. Wired in src/main.ts. */
 export interface Services {
@@ -21,10 +22,12 @@ export interface Services {
   plugins: readonly Plugin[];
   database: DatabaseService;
   analytics: AnalyticsService;
+  /** The group's change log: pages and streams of what was written. */
+  changes: ChangeService;
   /** Turns of the database pool: bounded wait, then database_busy. */
   admission: Admission;
   /** Bytes of request bodies read at once (BODY_IN_FLIGHT_LIMIT): beyond it, server_busy. */
   bodies: BodyBudget;
-  /** Stops the background work (the embedding worker of a remote provider); the pool stays open. */
+  /** Stops the background work (the embedding worker of a remote provider, change log pruning, streams); the pool stays open. */
   stop(): Promise<void>;
 }

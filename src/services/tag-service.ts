@@ -48,7 +48,7 @@ export function createTagService(deps: { vcons: VconService; repo: TagReadRepo; 
 
   async function change(uuid: string, ctx: RequestCtx, changes: JsonObject, apply: (tags: Map<string, string>) => void) {
     const final = await runHook(plugins, 'beforeUpdate', changes, { ...ctx, uuid });
-    const { doc } = await vcons.modify(uuid, (doc) => {
+    const { doc } = await vcons.modify(uuid, { kind: 'tags_changed', keyId: ctx.keyId }, (doc) => {
       const tags = new Map(readTags(doc).map((t) => [t.key, t.value]));
       apply(tags);
       writeTags(doc, tags);

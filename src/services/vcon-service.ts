@@ -4,26 +4,33 @@ import { deriveRows, isTagsAttachment } from '../domain/derive.js';
 import { parseBatch, parseBody, parseListQuery, VconPatch, type ListQuery } from '../domain/params.js';
 import type { BatchItem, BatchResult } from '../domain/responses.js';
 import {
-  Analysis,
-  Attachment,
   checkDepth,
   classifyVcon,
   DEFAULT_MAX_ELEMENTS,
-  Dialog,
   MAX_DEPTH,
   setMember,
-  Vcon,
   validate,
+  validateItem,
+  withWarnings,
+  vconSchemas,
   type ClassifiedVcon,
   type JsonObject,
+  type ValidationMode,
+  type ValidationWarning,
 } from '../domain/vcon.js';
 import { runHook, type Plugin } from '../plugins/hooks.js';
 import type { RequestCtx } from './context.js';
 import { stageSync } from '../stages.js';
 import type { ListRow, StoredVcon, VconRecord, VconRepo } from '../db/vcon-repo.js';
 import type { IndexNotifier } from '../search.js';
+import type { ChangeMark } from '../domain/changes.js';
 
 export type Transact = <T>(fn: (repo: VconRepo) => Promise<T>) => Promise<T>;
+
+/** Where the service says what a validation mode tolerated (pino's shape). */
+interface VconLog {
+  warn(obj: object, msg: string): void;
+}
 
 export interface VconServiceDeps {
   repo: VconRepo;
@@ -34,6 +41,9 @@ export interface VconServiceDeps {
   now?: () => Date;
   /** VCON_MAX_ELEMENTS: the JSON values one vCon may hold, as created and after every change. */
   maxElements?: number;
+  /** What the group accepts (VCON_VALIDATION); strict unless given. */
+  validation?: ValidationMode;
+  log?: VconLog;
 }
 
 /** Options of a write: `waitFor: 'search'` answers only once the written vCons are searchable. */
@@ -97,6 +107,7 @@ export function createVconService(deps: VconServiceDeps) {
   const { repo, transact, plugins } = deps;
   const now = deps.now ?? (() => new Date());
   const maxElements = deps.maxElements ?? DEFAULT_MAX_ELEMENTS;
+  const mode = deps.validation ?? 'strict';
   const hasReadHooks = plugins.some((p) => p.hooks?.beforeRead || p.hooks?.afterRead);
   const hasCreateHooks = plugins.some((p) => p.hooks?.beforeCreate);
 
@@ -107,11 +118,18 @@ export function createVconService(deps: VconServiceDeps) {
     if (opts?.waitFor === 'search') await deps.index.awaitIndexed(uuids);
   }
 
+  /** Logs what the validation mode tolerated in a document that is being written. */
+  function tolerated(uuid: string | undefined, warnings: ValidationWarning[], ctx: RequestCtx): void {
+    if (warnings.length > 0) deps.log?.warn({ uuid, mode, warnings, requestId: ctx.requestId }, 'vcon accepted with validation warnings');
+  }
+
   /** Validation plus beforeCreate (which may transform; the result is validated again). */
   async function prepareCreate(input: unknown, ctx: RequestCtx): Promise<ClassifiedVcon> {
-    const first = stageSync('validate', () => classifyVcon(input, maxElements));
+    const first = stageSync('validate', () => classifyVcon(input, maxElements, mode));
     const transformed = await runHook(plugins, 'beforeCreate', first.doc, ctx);
-    return transformed === first.doc ? first : classifyVcon(transformed, maxElements);
+    const c = transformed === first.doc ? first : classifyVcon(transformed, maxElements, mode);
+    tolerated(c.uuid, c.warnings, ctx);
+    return c;
   }
 
   /** beforeRead, load, afterRead: every read of a document passes here. */
@@ -125,10 +143,12 @@ export function createVconService(deps: VconServiceDeps) {
 
   /**
    * Locks a vCon, applies a change to its document and stores it with fresh derived rows, in one
-   * transaction: concurrent modifications of one vCon serialise and none is lost.
+   * transaction: concurrent modifications of one vCon serialise and none is lost. The change is
+   * logged as `mark` says, in the same transaction.
    */
   async function modify<T>(
     uuid: string,
+    mark: ChangeMark,
     change: (doc: JsonObject, record: VconRecord) => { doc: JsonObject; result: T },
     opts?: WriteOptions,
   ): Promise<{ doc: JsonObject; result: T }> {
@@ -140,8 +160,8 @@ export function createVconService(deps: VconServiceDeps) {
       }
       const { doc, result } = change(structuredClone(record.doc), record);
       doc.updated_at = now().toISOString();
-      const classified = classifyVcon(doc, maxElements);
-      await tx.upsert([toStored(classified, uuid, record.created_at)]);
+      const classified = classifyVcon(doc, maxElements, mode);
+      await tx.upsert([toStored(classified, uuid, record.created_at)], mark);
       return { doc, result };
     });
     await written([uuid], opts);
@@ -150,15 +170,19 @@ export function createVconService(deps: VconServiceDeps) {
 
   return {
     /** Creates a vCon, or replaces it when its uuid exists (created: false). */
-    async create(input: unknown, ctx: RequestCtx, opts?: WriteOptions): Promise<{ uuid: string; created: boolean; vcon: JsonObject }> {
+    async create(
+      input: unknown,
+      ctx: RequestCtx,
+      opts?: WriteOptions,
+    ): Promise<{ uuid: string; created: boolean; vcon: JsonObject; warnings: ValidationWarning[] }> {
       const c = await prepareCreate(input, ctx);
       const uuid = c.uuid ?? randomUUID();
       const stamp = now();
       // A new uuid (the common case) is one statement, no transaction: one round trip.
       const fresh = c.kind === 'plain' ? withServiceFields(c.doc, uuid, stamp.toISOString(), undefined) : c.doc;
-      if ((await repo.insertNew([toStored({ ...c, doc: fresh }, uuid, stamp)])).size === 1) {
+      if ((await repo.insertNew([toStored({ ...c, doc: fresh }, uuid, stamp)], ctx.keyId)).size === 1) {
         await written([uuid], opts);
-        return { uuid, created: true, vcon: await runHook(plugins, 'afterCreate', fresh, ctx) };
+        return { uuid, created: true, vcon: await runHook(plugins, 'afterCreate', fresh, ctx), warnings: c.warnings };
       }
       // The uuid exists: replace it under its row lock.
       const { created, doc } = await transact(async (tx) => {
@@ -167,12 +191,12 @@ export function createVconService(deps: VconServiceDeps) {
         const createdAt = existed ? createdAtOf(existed) : stamp.toISOString();
         const doc = c.kind === 'plain' ? withServiceFields(c.doc, uuid, createdAt, existed ? stamp.toISOString() : undefined) : c.doc;
         const stored = toStored({ ...c, doc }, uuid, existed?.created_at ?? stamp);
-        const flags = await tx.upsert([stored]);
+        const flags = await tx.upsert([stored], { kind: 'updated', keyId: ctx.keyId });
         return { created: flags.get(uuid) ?? !existed, doc };
       });
       await written([uuid], opts);
       const after = await runHook(plugins, 'afterCreate', doc, ctx);
-      return { uuid, created, vcon: after };
+      return { uuid, created, vcon: after, warnings: c.warnings };
     },
 
     /**
@@ -197,7 +221,7 @@ export function createVconService(deps: VconServiceDeps) {
           try {
             const c = await prepareCreate(items[index], ctx);
             const uuid = c.uuid ?? randomUUID();
-            results[index] = { index, uuid, status: 201 };
+            results[index] = { index, uuid, status: 201, ...withWarnings(c.warnings) };
             if (seen.has(uuid)) repeats.push({ index, c, uuid });
             else {
               seen.add(uuid);
@@ -237,7 +261,7 @@ export function createVconService(deps: VconServiceDeps) {
             ready.push(...chunk);
             const stored = chunk.map((r) => storedOf(r, false));
             fresh.push(...stored);
-            const insert = tx.insertNew(stored);
+            const insert = tx.insertNew(stored, ctx.keyId);
             // Awaited below; a failure fails the transaction. Handled now so that it is not reported
             // unhandled while the next chunk is prepared.
             insert.catch(() => undefined);
@@ -249,7 +273,7 @@ export function createVconService(deps: VconServiceDeps) {
           const rest = ready.filter((r) => !inserted.has(r.uuid));
           const kept = await tx.lockCreatedAt(rest.map((r) => r.uuid));
           const replaced = new Map(rest.map((r) => [r.uuid, storedOf(r, true, kept.get(r.uuid))]));
-          const flags = await tx.upsert([...replaced.values()]);
+          const flags = await tx.upsert([...replaced.values()], { kind: 'updated', keyId: ctx.keyId });
           for (const r of ready) results[r.index].status = inserted.has(r.uuid) || flags.get(r.uuid) === true ? 201 : 200;
           const docs = fresh.map((s) => replaced.get(s.uuid)?.doc ?? s.doc);
           // Repeats replace what was written above. Only the last of each uuid is written (the
@@ -259,7 +283,7 @@ export function createVconService(deps: VconServiceDeps) {
           // Read after the writes above, as a second request would see them.
           const keptByRepeats = await tx.lockCreatedAt([...last.keys()]);
           const stored = [...last.values()].map((r) => storedOf(r, true, keptByRepeats.get(r.uuid)));
-          await tx.upsert(stored);
+          await tx.upsert(stored, { kind: 'updated', keyId: ctx.keyId });
           for (const r of repeats) results[r.index].status = 200;
           docs.push(...stored.map((x) => x.doc));
           return docs;
@@ -317,6 +341,7 @@ export function createVconService(deps: VconServiceDeps) {
       const changes = await runHook(plugins, 'beforeUpdate', patch, { ...ctx, uuid });
       const { doc } = await modify(
         uuid,
+        { kind: 'updated', keyId: ctx.keyId },
         (doc) => {
           for (const [k, v] of Object.entries(changes)) {
             if (k === 'must_support') {
@@ -326,7 +351,7 @@ export function createVconService(deps: VconServiceDeps) {
               doc[k] = v;
             }
           }
-          validate(Vcon, doc, 'update');
+          validate(vconSchemas(mode).Vcon, doc, 'update');
           return { doc, result: undefined };
         },
         opts,
@@ -337,29 +362,34 @@ export function createVconService(deps: VconServiceDeps) {
 
     async remove(uuid: string, ctx: RequestCtx): Promise<{ uuid: string; deleted: true }> {
       const target = (await runHook(plugins, 'beforeDelete', uuid, ctx)) ?? uuid;
-      const deleted = await repo.remove(target);
+      const deleted = await repo.remove(target, ctx.keyId);
       if (!deleted) throw new NotFoundError('vcon', target);
       await runHook(plugins, 'afterDelete', target, ctx);
       return { uuid: target, deleted: true };
     },
 
     /** Appends a dialog, analysis or attachment atomically; the index is the real one. */
-    async append(uuid: string, kind: SubResource, item: unknown, ctx: RequestCtx): Promise<{ uuid: string; index: number; item: JsonObject }> {
-      const schema = kind === 'dialog' ? Dialog : kind === 'analysis' ? Analysis : Attachment;
+    async append(
+      uuid: string,
+      kind: SubResource,
+      item: unknown,
+      ctx: RequestCtx,
+    ): Promise<{ uuid: string; index: number; item: JsonObject; warnings: ValidationWarning[] }> {
       const what = kind === 'attachments' ? 'attachment' : kind;
       if (!isObject(item))
         throw new ValidationError(`Invalid ${what}: the body must be a JSON object`, [{ path: '(root)', message: 'must be an object' }]);
       checkDepth(item, MAX_DEPTH - 2);
-      validate(schema, item, what);
+      const warnings = validateItem(what, item, mode, what);
+      tolerated(uuid, warnings, ctx);
       const changes = await runHook(plugins, 'beforeUpdate', { [kind]: item } as JsonObject, { ...ctx, uuid });
       const toAdd = isObject(changes[kind]) ? (changes[kind] as JsonObject) : item;
-      const { doc, result: index } = await modify(uuid, (doc) => {
+      const { doc, result: index } = await modify(uuid, { kind: 'appended', keyId: ctx.keyId }, (doc) => {
         const list = Array.isArray(doc[kind]) ? (doc[kind] as unknown[]) : [];
         list.push(toAdd);
         doc[kind] = list;
         const index = list.length - 1;
         // Index references are checked against the whole document; report them at the item's own path.
-        const r = Vcon.safeParse(doc);
+        const r = vconSchemas(mode).Vcon.safeParse(doc);
         if (!r.success) {
           const details = r.error.issues
             .filter((i) => i.path[0] === kind && i.path[1] === index)
@@ -369,7 +399,7 @@ export function createVconService(deps: VconServiceDeps) {
         return { doc, result: index };
       });
       await runHook(plugins, 'afterUpdate', doc, ctx);
-      return { uuid, index, item: toAdd };
+      return { uuid, index, item: toAdd, warnings };
     },
 
     /** Analyses of a vCon, optionally of one type (read through the read hooks). */

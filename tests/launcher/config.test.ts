@@ -6,6 +6,25 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { CLI, cliEnv, createWorkspace, serverPidsForSchema, type Workspace } from './helpers.js';
 
+describe('VCON_VALIDATION in env files', () => {
+  let ws: Workspace;
+  beforeAll(() => {
+    ws = createWorkspace(['modes']);
+  });
+  afterAll(async () => {
+    await ws?.cleanup();
+  });
+
+  test('check takes the three modes and names a bad one with the choices', async () => {
+    ws.writeEnv('modes', { SUPABASE_DB_SCHEMA: ws.schemas.modes, VCON_VALIDATION: 'lenient' });
+    expect((await ws.run(['check'])).stdout).not.toMatch(/VCON_VALIDATION/);
+    ws.writeEnv('modes', { SUPABASE_DB_SCHEMA: ws.schemas.modes, VCON_VALIDATION: 'loose' });
+    const c = await ws.run(['check']);
+    expect(c.exitCode).toBe(1);
+    expect(c.stdout).toMatch(/FAIL\s+\S*modes\.env\n\s+- VCON_VALIDATION: must be one of strict, ietf, lenient/);
+  });
+});
+
 describe('env validation', () => {
   let ws: Workspace;
   beforeAll(() => {

@@ -197,6 +197,32 @@ describe('vcon-launch import, indexing behind', () => {
   });
 });
 
+describe('vcon-launch import into a lenient group', () => {
+  let ws: Workspace;
+  beforeAll(() => {
+    ws = createWorkspace(['len'], { len: { VCON_VALIDATION: 'lenient' } });
+  });
+  afterAll(() => ws?.cleanup());
+
+  test('stores the slips, counts and lists their warnings, and files a uuid-less slip under its content uuid', async () => {
+    const dir = path.join(ws.dir, 'slips');
+    mkdirSync(dir);
+    const rfc2822 = 'py-vcon__pre-0.0.1-rfc2822-start-no-uuid.json';
+    for (const f of [rfc2822, 'ietf-meeting__video-dialog-type-url-slides.json', 'vcon-mcp__text-0.0.1-intent-analysis.json']) {
+      writeFileSync(path.join(dir, f), readFileSync(path.join(FIXTURES, f)));
+    }
+    const json = JSON.parse((await ws.run(['import', '--group', 'len', dir, '--json'])).stdout);
+    expect(json).toMatchObject({ stored: 2, rejected: 1, with_warnings: 2, derived_uuids: 1 });
+    const byFile = Object.fromEntries(json.outcomes.map((o: any) => [path.basename(o.source), o]));
+    expect(byFile[rfc2822].uuid).toBe(contentUuid(JSON.parse(readFileSync(path.join(FIXTURES, rfc2822), 'utf8'))));
+    expect(byFile[rfc2822].warnings).toEqual([{ path: 'dialog[0].start', message: 'is an RFC 2822 date: read as 2022-05-18T23:05:05.000Z' }]);
+    const r = await ws.run(['import', '--group', 'len', dir]);
+    expect(r.stdout).toMatch(/^ {2}2 stored vCon\(s\) with validation warnings/m);
+    expect(r.stdout).toMatch(/^ {4}\S+video-dialog-type-url-slides\.json: dialog\[0\]\.type: "video" is not a vCon dialog type: stored as sent$/m);
+    expect(r.stdout).toMatch(/intent-analysis\.json: validation_failed: .*uuid/);
+  });
+});
+
 describe('content uuid', () => {
   test("is RFC 9562 version 5 (the RFC's DNS example) over key-sorted JSON", () => {
     expect(uuidV5('www.example.com', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe('2ed6657d-e927-568b-95e1-2665a8aea6a2');

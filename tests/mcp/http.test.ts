@@ -105,6 +105,10 @@ describe('MCP over Streamable HTTP', () => {
     expect((await tool('get_vcon', { uuid })).vcon.subject).toBe('Kettle refund request');
     expect((await tool('get_vcon', { uuid, format: 'metadata' })).vcon.dialog).toBeUndefined();
     expect((await tool('list_vcons', { limit: 5 })).data.map((v: any) => v.uuid)).toContain(uuid);
+    expect(await tool('list_changes', { limit: 5, kinds: 'created' })).toMatchObject({
+      data: expect.any(Array),
+      next_cursor: expect.stringMatching(/^\d+$/),
+    });
     expect((await tool('search_vcons', { subject: 'kettle', party_name: 'alice' })).data.map((v: any) => v.uuid)).toEqual([uuid]);
     expect((await tool('update_vcon', { uuid, updates: { subject: 'Kettle refund (updated)' } })).vcon.subject).toBe('Kettle refund (updated)');
     expect(await tool('add_dialog', { uuid, dialog: { type: 'text', parties: [1], body: 'Refund approved', encoding: 'none' } })).toMatchObject({

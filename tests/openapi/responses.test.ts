@@ -219,6 +219,29 @@ describe('database and analytics', () => {
   });
 });
 
+describe('changes', () => {
+  it('GET /changes: a page, 400 on a bad cursor, 410 never here (nothing pruned)', async () => {
+    await expectStatus(s.api('/vcons', { method: 'POST', json: vcon() }), 201);
+    await expectStatus(s.api('/changes?limit=2', { key: RO_KEY }), 200);
+    await expectStatus(s.api('/changes?after=x'), 400);
+  });
+
+  it('GET /changes/stream: the data of a change event is a ChangeEvent (the stream is read by hand: it does not end)', async () => {
+    const aborter = new AbortController();
+    const res = await fetch(`${s.base}/changes/stream?after=0`, { headers: { authorization: `Bearer ${RO_KEY}` }, signal: aborter.signal });
+    let text = '';
+    const decoder = new TextDecoder();
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      text += decoder.decode(chunk, { stream: true });
+      if (/\n\nid: \d+\ndata: .*\n\n/.test(text)) break;
+    }
+    aborter.abort();
+    const data = JSON.parse(/\n\nid: \d+\ndata: (.*)\n\n/.exec(text)![1]);
+    validate({ method: 'GET', path: '/changes/stream?after=0', status: res.status, headers: res.headers, body: data });
+    await expectStatus(s.api('/changes/stream?kinds=x'), 400);
+  });
+});
+
 describe('outside the operations', () => {
   it('405 and unknown routes use the error format', async () => {
     await expectStatus(s.api('/vcons', { method: 'PUT', json: {} }), 405);

@@ -338,6 +338,7 @@ function toolCalls(self: Group, other: Group): Record<string, Record<string, unk
   return {
     get_vcon: [{ uuid: SHARED }, { uuid: SHARED, format: 'summary' }, { uuid: other.ownUuids[0] }],
     list_vcons: [{ limit: 100, format: 'full' }],
+    list_changes: [{ limit: 1000 }, { kinds: 'created,deleted' }],
     search_vcons: [{ subject: 'refund', limit: 100 }, { subject: o.subject }, { party_email: o.email }, { tags: { status: o.status } }],
     get_analysis: [{ uuid: SHARED }, { uuid: SHARED, type: o.analysisType }],
     get_attachments: [{ uuid: SHARED }, { uuid: SHARED, purpose: o.purpose }],

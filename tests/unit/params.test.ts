@@ -25,6 +25,7 @@ const TOOL_ROUTES: Record<string, string> = {
   create_vcon: 'post /vcons',
   get_vcon: 'get /vcons/:uuid',
   list_vcons: 'get /vcons',
+  list_changes: 'get /changes',
   search_vcons: 'get /vcons',
   update_vcon: 'patch /vcons/:uuid',
   delete_vcon: 'delete /vcons/:uuid',

@@ -1,5 +1,6 @@
 import type { Request, RequestHandler, Router } from 'express';
 import { AnalysisQuery, AttachmentsQuery, GetVconQuery, parseParams, parseUuid, WriteQuery } from '../../domain/params.js';
+import { withWarnings } from '../../domain/vcon.js';
 import type { Services } from '../../services/index.js';
 import type { SubResource, WriteOptions } from '../../services/vcon-service.js';
 import { ctxOf, methodNotAllowed, queryOf } from './util.js';
@@ -16,7 +17,7 @@ export function registerVconRoutes(router: Router, services: Services) {
     (section: SubResource, item: 'dialog' | 'analysis' | 'attachment'): RequestHandler =>
     async (req, res) => {
       const r = await vcons.append(parseUuid(req.params.uuid), section, req.body, ctxOf(req, res));
-      res.status(201).json({ success: true, uuid: r.uuid, index: r.index, [item]: r.item });
+      res.status(201).json({ success: true, uuid: r.uuid, index: r.index, [item]: r.item, ...withWarnings(r.warnings) });
     };
 
   router
@@ -26,7 +27,7 @@ export function registerVconRoutes(router: Router, services: Services) {
     })
     .post(async (req, res) => {
       const r = await vcons.create(req.body, ctxOf(req, res), writeOptions(req));
-      res.status(r.created ? 201 : 200).json({ success: true, uuid: r.uuid, created: r.created });
+      res.status(r.created ? 201 : 200).json({ success: true, uuid: r.uuid, created: r.created, ...withWarnings(r.warnings) });
     })
     .all(methodNotAllowed);
 
