@@ -7,9 +7,10 @@ import { checkJsonBytes } from '../domain/exact-json.js';
  * values (counted on the bytes, before the parse), then bytes stored exactly (UTF-8, and numbers
  * a double holds exactly).
  */
-export const jsonBodyVerify =
-  (maxElements: number) =>
-  (req: unknown, res: unknown, buf: Buffer, encoding: string): void => {
-    verifyJsonValues(maxElements)(req, res, buf, encoding);
+export function jsonBodyVerify(maxElements: number) {
+  const countValues = verifyJsonValues(maxElements);
+  return (req: unknown, res: unknown, buf: Buffer, encoding: string): void => {
+    countValues(req, res, buf, encoding);
     checkJsonBytes(buf, encoding);
   };
+}
