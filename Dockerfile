@@ -1,6 +1,6 @@
 # The vcon-server image: one group per container, configured by its environment (the Secret and
 # env of `vcon-launch export`). Built where a container daemon runs: `docker build -t vcon-launch:0.1.0 .`
-# (the development machines of this project have none; README "Scaling out").
+# (the development machines of this project have none; docs/deployment.md).
 
 # Build stage: the full install applies patches/ (patch-package), compiles TypeScript and builds the
 # word-vector cache (.vcon/embeddings), which the runtime stage copies.

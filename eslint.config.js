@@ -1,4 +1,4 @@
-// Lint rules, including the import boundaries of ARCHITECTURE.md ("What may import what").
+// Lint rules, including the import boundaries of docs/architecture.md ("What may import what").
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 

@@ -114,7 +114,7 @@ export async function stopPid(pid: number, graceMs: number): Promise<'stopped' |
  * idle group ~8 MB smaller (fifty groups: 400 MB) for more frequent minor GCs; an operator's
  * NODE_OPTIONS setting it wins. Single-threaded GC: with so small a young generation, handing each
  * scavenge and marking to V8's helper threads cost more CPU than it saved (POST /vcons: ~100 µs
- * per create, issue 17), and the index thread's GC then runs on that thread, at its lower
+ * per create in the bench), and the index thread's GC then runs on that thread, at its lower
  * priority. (Node refuses it in NODE_OPTIONS, so there is nothing of the operator's to defer to.)
  */
 export const childNodeFlags = (env: Record<string, string>) => [

@@ -1,4 +1,4 @@
-// The launcher's only reader of process.env (STYLE.md 1): what children inherit, and the
+// The launcher's only reader of process.env (one reader of the environment per program): what children inherit, and the
 // launcher's own DATABASE_URL. Group settings come from env files, never from the shell.
 import { EnvSchema, type EnvInput } from '../src/config.js';
 

@@ -1,5 +1,5 @@
 // The one reader of the environment. Everything else receives a Config.
-// Keep in sync with README § "Configuration" and env/example.env.
+// Keep in sync with docs/configuration.md and env/example.env.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
@@ -9,7 +9,7 @@ import { DEFAULT_MAX_ELEMENTS, VALIDATION_MODES, type ValidationMode } from './d
 
 /**
  * The index thread's default nice value (Linux): when the CPU is short, acknowledged writes and reads
- * get it first and indexing takes what is left. 0 shares it evenly (INDEX_THREAD_NICE; README).
+ * get it first and indexing takes what is left. 0 shares it evenly (INDEX_THREAD_NICE; docs/configuration.md).
  */
 export const DEFAULT_INDEX_THREAD_NICE = 10;
 
@@ -130,7 +130,7 @@ const byteSize = (def: string) =>
       return Number(m[1]) * unit;
     });
 
-/** The environment variables we read, with their defaults (SPEC.md "Configuration" plus ours). */
+/** The environment variables we read, with their defaults (docs/configuration.md and env/example.env list them). */
 export const EnvSchema = z.object({
   REST_API_ENABLED: bool(true),
   REST_API_BASE_PATH: z
@@ -344,7 +344,7 @@ export interface Config {
   replicas: number;
   /** The change log: how long an entry is kept (CHANGES_RETENTION_HOURS). */
   changes: { retentionHours: number };
-  /** What the group's documents may be (README § "Validation modes"). */
+  /** What the group's documents may be (docs/configuration.md "Validation modes"). */
   validation: ValidationMode;
 }
 

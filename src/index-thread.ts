@@ -1,9 +1,9 @@
-// The background indexer of a server process, on a thread of its own (issue 17): indexing embeds
+// The background indexer of a server process, on a thread of its own: indexing embeds
 // every unit of every written vCon, which on the request thread would take the CPU the writes
 // and reads need. The thread has its own pool (one connection, out of the group's DB_POOL_MAX) and
 // its own provider; the request thread starts it when there is work, wakes it after each
-// acknowledged write, and retires it once it has been idle a while (issue 15: an idle group keeps
-// neither the thread's memory nor its connection).
+// acknowledged write, and retires it once it has been idle a while (so an idle group keeps neither
+// the thread's memory nor its connection).
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createSql, type SqlOptions } from './db/client.js';

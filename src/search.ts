@@ -1,4 +1,4 @@
-// Composition of search for one instance (ARCHITECTURE.md "Search"): the indexer with its
+// Composition of search for one instance (docs/architecture.md "Search"): the indexer with its
 // transaction, the background index worker, and the search service made consistent with every
 // write acknowledged before a search (it first indexes what is still queued, bounded).
 import type { Db, Sql } from './db/client.js';

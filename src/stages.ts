@@ -1,4 +1,4 @@
-// Per-stage timing of the write path (issue 17): the bench runs a create and a batch with a
+// Per-stage timing of the write path: the bench runs a create and a batch with a
 // recorder and reports wall and CPU time per stage (validate, derive, each SQL statement, commit).
 // Without a recorder a stage is one AsyncLocalStorage lookup: production pays nothing else.
 import { AsyncLocalStorage } from 'node:async_hooks';

@@ -31,7 +31,7 @@ export interface MigrateResult {
  * the role first, as `start` would), or, with `status`, only reads them as that role, without
  * starting servers. The admin connection never reads a group's schema. Concurrent runners serialise
  * on an advisory lock; a migration that changes a table the running build writes (0005) needs the
- * group's instances stopped or upgraded with it (README).
+ * group's instances stopped or upgraded with it (docs/development.md "Migrations").
  */
 export async function migrateGroups(
   specs: GroupSpec[],

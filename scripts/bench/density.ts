@@ -1,4 +1,4 @@
-// The density bench (issue 15): N groups on one PostgreSQL with max_connections = 100 that this
+// The density bench (many groups on one server): N groups on one PostgreSQL with max_connections = 100 that this
 // module starts itself, started with `vcon-launch start --all --detach`; time to all healthy and
 // idle RSS; then mixed load over every group at once (creates, reads, keyword and semantic
 // searches, C clients per group), while an operator opens a fresh connection every second.
@@ -165,7 +165,7 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
         users,
         poolSize: pooled.pool_per_role,
         maxDbConnections: pooled.max_db_connections,
-        // Every group's whole pool and its analyze role's connections, as README asks of operators.
+        // Every group's whole pool and its analyze role's connections, as docs/deployment.md asks of operators.
         maxClientConn: opts.groups * (POOLED_POOL + POOLED_ANALYZE_CONNECTIONS) + 100,
       });
       for (const file of groups) {
@@ -335,7 +335,7 @@ export async function runDensity(opts: DensityOptions): Promise<DensityResult> {
   }
 }
 
-/** The bench figures of one density run (goals of issue 15 at 50 groups). */
+/** The bench figures of one density run (its goals are set for 50 groups). */
 export function densityFigures(r: DensityResult): Figure[] {
   const via = r.pgbouncer ? ' through PgBouncer' : '';
   const id = (s: string) => `density.n${r.groups}${r.pgbouncer ? '.pgbouncer' : ''}.${s}`;
@@ -374,7 +374,7 @@ export function densityFigures(r: DensityResult): Figure[] {
 export function densityMarkdown(results: DensityResult[]): string {
   const f = (v: number) => (Number.isFinite(v) ? (v >= 100 ? v.toFixed(0) : v.toFixed(1)) : '-');
   const lines = [
-    '## Density (issue 15)',
+    '## Density',
     '',
     `One PostgreSQL with max_connections = ${results[0]?.max_connections}, started by the bench; \`vcon-launch start --all --detach\`; mixed load (30% creates, 30% reads by uuid, 25% keyword, 15% semantic searches) over every group at once; an ordinary (non-superuser) operator role opens a fresh connection every second.`,
     '',

@@ -1,4 +1,4 @@
-// Search quality on the development set (../shared/search-dev/a/, issue 16): loads its
+// Search quality on the development set (kept outside this repository, search-dev/a): loads its
 // conversations into a throwaway schema in-process, runs its queries through the three searches and
 // returns MRR (top 10) per route and per query type. `npm run bench:devset`; the bench report
 // prints the same lines in its search section.

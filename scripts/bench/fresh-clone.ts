@@ -3,7 +3,7 @@
 // checkout (HEAD) into a temporary directory, runs `npm ci`, then `npx vcon-launch start --group
 // demo` and measures the time from the end of npm ci to the group's table on stdout; checks that
 // nothing was built a second time (dist/build-info.json and X-Build-Time unchanged, no copy in
-// npx's cache). Issue 19's goal: the table within 5 s. Reports and never fails (exit 0).
+// npx's cache). Its goal: the table within 5 s. Reports and never fails (exit 0).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// `vcon-launch import` of a generated corpus on the embedded PostgreSQL (issue 17): files of
+// `vcon-launch import` of a generated corpus on the embedded PostgreSQL (goal: 100,000 files within 2 minutes): files of
 // fixture-like vCons (3–10 KB, one per file, in directories of 1,000) written to a temporary
 // directory, then imported into a stopped group through the CLI (a temporary instance), timed.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

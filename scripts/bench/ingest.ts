@@ -153,7 +153,7 @@ function partsText(rounds: CpuParts[]): string {
 }
 
 /**
- * The CPU budget of batch ingest (issue 17): what each part of the machine spends per 100 vCons
+ * The CPU budget of batch ingest: what each part of the machine spends per 100 vCons
  * while the writes are acknowledged (the index thread shares the cores with them) and in all
  * until the round is searchable, and how many cores were busy while writing: the rate a machine
  * can reach is bounded by the sum over its cores.
@@ -237,11 +237,11 @@ function pollLag(api: string, everyMs = 100): { stop(): Promise<number[]> } {
   };
 }
 
-/** The sustained ingest goal, as a fraction of the batch floor (issue 17). */
+/** The sustained ingest goal, as a fraction of the batch floor. */
 export const SUSTAINED_GOAL = 0.2;
 
 /**
- * Sustained ingest with search keeping up (issue 17): batches of 100 paced at a fraction of the
+ * Sustained ingest with search keeping up: batches of 100 paced at a fraction of the
  * floor's rate for `seconds`, while /health's index lag is sampled every 100 ms. Each step waits
  * for the queue to drain before the next. The figure is the highest achieved rate whose lag p95
  * stays within 1 s. The bodies are ready before a step starts: made inside it, the client fell

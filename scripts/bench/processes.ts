@@ -57,8 +57,8 @@ export function readThreadCpuMs(pid: number): Map<number, number> {
 }
 
 /**
- * Where the machine's CPU goes while a server works (issue 17: batch ingest is bounded by the sum
- * of its parts on a small machine): the server's main thread, its index thread (the thread running
+ * Where the machine's CPU goes while a server works (batch ingest is bounded by the sum of its
+ * parts on a small machine, not by one slow stage): the server's main thread, its index thread (the thread running
  * at a nice value above the process's: src/index-thread.ts lowers its own priority), its other
  * threads (V8's compiler and libuv's pool), the database's backends and this bench process.
  */

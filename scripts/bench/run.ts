@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick]: every figure against a floor measured in the same run (issue 9).
+// npm run bench [-- --quick]: every figure against a floor measured in the same run.
 // Starts real vcon-server processes on TEST_DATABASE_URL / DATABASE_URL (or the embedded
 // PostgreSQL), loads a deterministic corpus over HTTP, prints a table and writes
 // tests/bench/results/<date>.json + .md. It reports and never fails: exit 0 on FAIL too.
-// Keep in sync with README § "Benchmarks".
+// Keep in sync with docs/benchmarks.md.
 import { existsSync, mkdirSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import os from 'node:os';
@@ -130,7 +130,7 @@ function parseOptions(argv: string[]): Options {
   };
 }
 
-/** The search bench of scripts/embeddings (issue 5), loaded at run time so the bench still runs without it. */
+/** The search bench of scripts/embeddings, loaded at run time so the bench still runs without it. */
 const SEARCH_BENCH_JS = 'dist/scripts/embeddings/bench-search.js';
 /** The kept read/search corpus of a size: the bench's own schema, so no other run drops it mid-way. */
 const keptCorpusSchema = (size: number) => `bench_kept_corpus_${size}`;
@@ -484,7 +484,7 @@ async function main(): Promise<void> {
         });
         figures.push(...r.figures);
         notes.push(...r.errors.map((e) => `search failed: ${e}`));
-        // Quality beside speed: the development set's MRR per route and query type (issue 16).
+        // Quality beside speed: the development set's MRR per route and query type.
         try {
           const lines: string[] = [];
           for (const shape of ['chat', 'call', 'email'] as const) lines.push(...formatDevSet(await measureDevSet(databaseUrl!, undefined, shape)));
@@ -533,7 +533,7 @@ async function main(): Promise<void> {
               },
               path: () => '/vcons',
               settleIndex: true,
-              // Issue 17: ≥ 0.3 × the floor, ≤ 1 ms of server CPU per create (its indexing included).
+              // Goals: ≥ 0.3 × the floor, ≤ 1 ms of server CPU per create (its indexing included).
               goal: { kind: 'ratio', min: 0.3 },
               cpuGoal: { kind: 'max', value: 1000 },
             },

@@ -1,4 +1,4 @@
-// Where a write's time goes (issue 17): one create and one 100-vCon batch broken into stages
+// Where a write's time goes: one create and one 100-vCon batch broken into stages
 // (parse, validate, derive, embed, each SQL statement, commit) with wall and CPU time, measured
 // in-process through the services with a stage recorder (src/stages.ts), one write at a time.
 import { randomBytes, randomUUID } from 'node:crypto';

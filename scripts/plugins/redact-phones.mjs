@@ -1,6 +1,6 @@
 // Example plugin: masks phone numbers on every read, list and search (REST, MCP tools and resources alike), keeping
 // the last two digits. Load it with VCON_PLUGINS_PATH=./scripts/plugins/redact-phones.mjs
-// A plugin is { name, version, hooks?, tools? }; see README § "Plugins".
+// A plugin is { name, version, hooks?, tools? }; see docs/plugins.md.
 
 // A phone number stands alone: not glued to letters, digits or dashes (so UUIDs, dates and
 // hashes, whose digit runs touch hex letters, `T` or `-`, are left alone).

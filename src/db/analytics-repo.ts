@@ -1,4 +1,4 @@
-// Analytics over the derived tables (ARCHITECTURE.md "Storage model"): exact counts of this
+// Analytics over the derived tables (docs/architecture.md "Storage model"): exact counts of this
 // schema's data, never a document scan. Dates, granularities and limits arrive validated and are
 // bound parameters; nothing from a request is pasted into SQL text.
 import type { Db } from './client.js';

@@ -1,5 +1,5 @@
 // Bulk rows through COPY ... FROM STDIN (FORMAT binary): vectors go as their raw bytes, not as
-// hex text in thousands of bind parameters (issue 17). Only the column types the index writes use.
+// hex text in thousands of bind parameters. Only the column types the index writes use.
 import type { Db } from './client.js';
 
 /** tsvector: the value is already its binary form (joinTsvectors in src/domain/tsvector.ts). */

@@ -1,4 +1,4 @@
-// Catalog reads of this instance's own schema (API.md "Database and analytics"). Every query
+// Catalog reads of this instance's own schema (docs/api.md "Database and analytics"). Every query
 // filters on the schema name passed as a bound parameter; the name comes from validated config
 // (SchemaName), never from a request. Figures from pg_class.reltuples and pg_stat_* are estimates.
 import type { Sql } from './client.js';

@@ -104,7 +104,7 @@ async function readApplied(tx: Sql, schema: string) {
 /**
  * The development histories squashed into 0001_schema before anything was deployed (the first
  * squash's 0001_storage..0013, then 0001_baseline..0007). A schema that still records one is
- * refused with the way out rather than "unknown migration" or "edited" (README "Migrations").
+ * refused with the way out rather than "unknown migration" or "edited" (docs/development.md "Migrations").
  */
 export const PRE_SQUASH_MIGRATIONS: readonly string[] = [
   '0001_storage',
@@ -125,7 +125,7 @@ function verify(schema: string, applied: { version: number; name: string; checks
   const old = applied.find((a) => PRE_SQUASH_MIGRATIONS.includes(a.name));
   if (old) {
     throw new MigrationError(
-      `schema ${schema} was migrated by a development build from before the migrations were squashed into 0001_schema (it records ${old.name}); there is no upgrade path from that history: export what you want to keep, drop the schema (drop schema "${schema}" cascade) and start again, so it is created from the baseline (README "Migrations")`,
+      `schema ${schema} was migrated by a development build from before the migrations were squashed into 0001_schema (it records ${old.name}); there is no upgrade path from that history: export what you want to keep, drop the schema (drop schema "${schema}" cascade) and start again, so it is created from the baseline (docs/development.md "Migrations")`,
     );
   }
   const byVersion = new Map(known.map((m) => [m.version, m]));
@@ -269,7 +269,7 @@ const TRIGRAM_INDEXES: readonly [string, string, string][] = [
 /**
  * The part of a group's schema that depends on the server, re-run after the migrations on every
  * migrate (so not a numbered migration, which runs once and would leave groups diverged): lz4
- * compression of documents (roughly doubles ingest of TOASTed documents, STACK.md) and the trigram
+ * compression of documents (measured to roughly double ingest of TOASTed documents) and the trigram
  * indexes of substring filters. Each step reads the catalog first, so a re-run changes nothing, and
  * a server that gains lz4 or pg_trgm later gets them at the next start.
  */

@@ -1,11 +1,11 @@
 // Search queries: keyword ranking and matches, vector candidates and vectors, page metadata
-// (ARCHITECTURE.md "Search"). The index writes are in search-index-repo.ts, the embedding queue
+// (docs/architecture.md "Search"). The index writes are in search-index-repo.ts, the embedding queue
 // in embedding-queue-repo.ts.
 import type { Db } from './client.js';
 import { bytesToVector, signCode } from '../embeddings/code.js';
 import { unitRows, unitsOf, type UnitRow } from './search-index-repo.js';
 
-/** Filters every search accepts (API.md "Search"). */
+/** Filters every search accepts (docs/api.md "Search"). */
 export interface SearchFilters {
   tags?: Record<string, string>;
   start_date?: Date;
@@ -80,7 +80,7 @@ export const PHONE_KEY_DIGITS = 7;
 /** Below this many vCons (by the planner's estimate) docCount counts them. */
 const EXACT_COUNT_BELOW = 20_000;
 
-/** Options of ts_headline: short fragments around the hits, ** around each hit (API.md: ≤ 300 chars). */
+/** Options of ts_headline: short fragments around the hits, ** around each hit (docs/api.md: ≤ 300 chars). */
 const HEADLINE_OPTS = 'MaxWords=28, MinWords=8, ShortWord=2, MaxFragments=2, FragmentDelimiter=" … ", StartSel=**, StopSel=**';
 /** Text handed to ts_headline: its cost grows with the body, and a snippet needs only the start. */
 const HEADLINE_CHARS = 30_000;

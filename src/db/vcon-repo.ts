@@ -82,7 +82,7 @@ export function createVconRepo(db: Db) {
   /**
    * The documents and their columns as rows of parameters, each document's JSON text its own
    * parameter: PostgreSQL reads each text once (json input; the stored json keeps it exactly, key
-   * order included, API.md). One JSON parameter holding every row made PostgreSQL parse all the
+   * order included, docs/api.md). One JSON parameter holding every row made PostgreSQL parse all the
    * documents twice (json input, then json_to_recordset), a json[] parameter would escape every
    * quote of every document into an array literal. The parameters arrive as text and are cast here.
    * The rows are padded with empty ones to a power of two: the statement's text depends on its row
@@ -151,7 +151,7 @@ export function createVconRepo(db: Db) {
   /**
    * Rewrites every derived row of the given vCons (same transaction as the document write): old
    * rows of replaced vCons go, then every table's new rows go in one statement. The same statement
-   * queues the vCons for search indexing (ARCHITECTURE.md "Search"): durable with the write,
+   * queues the vCons for search indexing (docs/architecture.md "Search"): durable with the write,
    * indexed after it.
    */
   async function writeDerived(items: StoredVcon[], replaced: string[]): Promise<void> {

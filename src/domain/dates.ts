@@ -47,7 +47,7 @@ function canonicalInstant(s: string): number | undefined {
   return Date.parse(s);
 }
 
-/** Parses a date-time of DATE_TIME_RE's shape; without an offset it is read as UTC (API.md). */
+/** Parses a date-time of DATE_TIME_RE's shape; without an offset it is read as UTC (docs/api.md). */
 export function parseDateTime(s: string): Date {
   const t = canonicalInstant(s);
   if (t !== undefined) return new Date(t);

@@ -1,4 +1,4 @@
-// Pure extraction of the derived rows of a stored vCon (ARCHITECTURE.md "Storage model"): what
+// Pure extraction of the derived rows of a stored vCon (docs/architecture.md "Storage model"): what
 // lists, filters, discovery, tags, analytics and search read instead of scanning documents.
 import type { JsonObject, VconKind } from './vcon.js';
 import { readDocumentDate } from './dates.js';

@@ -1,11 +1,11 @@
-// What a person reads in an email (issue 21): the Subject, the From/To names, the body (text/plain
+// What a person reads in an email: the Subject, the From/To names, the body (text/plain
 // preferred, text/html reduced to text when it is the only body) and attachments' file names,
 // parsed with postal-mime (headers unfolded, encoded words, quoted-printable and base64 decoded).
 // Parsing is bounded: a hostile message is cut before it reaches the parser, so a write can't stall.
 import type { Address } from 'postal-mime';
 
 // The parsers (~50 modules) load with the first email: most groups never store one, and every
-// module loaded at start is paid by every group's process (issue 15, start time of 50 groups).
+// module loaded at start is paid by every group's process (measured in the start time of 50 groups).
 let parsers: Promise<{ PostalMime: typeof import('postal-mime').default; convert: typeof import('html-to-text').convert }> | undefined;
 const loadParsers = () =>
   (parsers ??= Promise.all([import('postal-mime'), import('html-to-text')]).then(([p, h]) => ({ PostalMime: p.default, convert: h.convert })));

@@ -1,5 +1,5 @@
 // Typed errors thrown by services and mapped once per transport (one mapping in transport/errors.ts, wrapped by http/error-handler.ts and mcp/result.ts).
-// Codes are the machine-readable `error` values of API.md.
+// Codes are the machine-readable `error` values of docs/api.md.
 
 export interface ErrorDetail {
   path: string;
@@ -80,7 +80,7 @@ interface Issue {
 }
 
 /**
- * Zod issues as API.md details, every problem with its path: an unknown field is named by its
+ * Zod issues as docs/api.md details, every problem with its path: an unknown field is named by its
  * own path, and a bad record key reports the key's own problem (not the record's).
  */
 export function issueDetails(issues: readonly Issue[], prefix: readonly PropertyKey[] = []): ErrorDetail[] {
@@ -230,7 +230,7 @@ export function databaseErrorOf(err: unknown): AppError | undefined {
   if (isDatabaseCapacity(err)) {
     return new DatabaseBusyError(
       'The database is at its connection limit; retry shortly',
-      'Lower DB_POOL_MAX of the groups or put PgBouncer in front (README "Many groups")',
+      'Lower DB_POOL_MAX of the groups or put PgBouncer in front (docs/deployment.md "Many groups on one database")',
     );
   }
   if (isDatabaseUnavailable(err)) return new AppError(503, 'database_unavailable', 'The database is not reachable; try again shortly');

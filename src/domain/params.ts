@@ -1,7 +1,7 @@
 // Every query and body parameter of the REST routes and MCP tools, one zod schema each: the
 // services parse with these, the MCP tools advertise them, OpenAPI documents them. REST passes
 // strings and MCP typed values, so each parameter coerces the strings REST sends (a number, a
-// boolean, a JSON object) before its rule applies. Zod issues become API.md errors in one place,
+// boolean, a JSON object) before its rule applies. Zod issues become docs/api.md errors in one place,
 // `parseParams` (invalid_parameter) and `parseBody` (validation_failed).
 import { z } from 'zod';
 import { dateBound } from './dates.js';
@@ -197,7 +197,7 @@ const TagsFilter = tagFilter(false, 'A JSON object of tag key to value (string, 
 
 // ---- Queries --------------------------------------------------------------------------------
 
-/** `GET /vcons` and search_vcons (API.md "Listing"). */
+/** `GET /vcons` and search_vcons (docs/api.md "Listing"). */
 export const ListQuery = z.object({
   limit: Limit10,
   offset: Offset,
@@ -277,7 +277,7 @@ const ChangeKinds = z.preprocess(
     .describe(`Only these kinds of change, comma-separated: ${CHANGE_KINDS.join(', ')}`),
 );
 
-/** `GET /changes` (API.md "Changes"). */
+/** `GET /changes` (docs/api.md "Changes"). */
 export const ChangesQuery = z.object({
   after: cursor('Entries after this cursor (the next_cursor of the previous page); absent: from the oldest entry held'),
   limit: int({ def: 100, min: 1, cap: CHANGES_MAX_PAGE, describe: `Page size, default 100, capped at ${CHANGES_MAX_PAGE}` }),
@@ -507,7 +507,7 @@ export const BatchBody = z.array(StoredVcon).min(1).max(BATCH_MAX);
 /** BatchBody's own checks over items of any shape: the array rule, written once. */
 const BatchShape = z.array(z.unknown()).check(...((BatchBody.def.checks ?? []) as z.core.$ZodCheck<unknown[]>[]));
 
-/** The batch's items, or the batch's own errors (API.md: batch_empty, batch_too_large, validation_failed). */
+/** The batch's items, or the batch's own errors (docs/api.md: batch_empty, batch_too_large, validation_failed). */
 export function parseBatch(raw: unknown): unknown[] {
   const r = BatchShape.safeParse(raw);
   if (r.success) return r.data;

@@ -1,4 +1,4 @@
-// The response bodies of the REST API (API.md), as zod schemas: the single source the OpenAPI
+// The response bodies of the REST API (docs/api.md), as zod schemas: the single source the OpenAPI
 // document (src/http/openapi.ts) is generated from, and what its response test checks real
 // answers against. Envelopes are closed objects (a new key is a contract change); the vCon parts
 // inside them are the validator's own open schemas from vcon.ts.
@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { Analysis, Attachment, Dialog, EncryptedVcon, SignedVcon, Vcon } from './vcon.js';
 import { CHANGE_KINDS } from './changes.js';
 
-/** The machine-readable `error` codes per HTTP status (API.md "Envelopes"). */
+/** The machine-readable `error` codes per HTTP status (docs/api.md "Envelopes"). */
 export const ERROR_CODES = {
   400: ['validation_failed', 'invalid_json', 'invalid_parameter', 'batch_too_large', 'batch_empty', 'paging_cap_exceeded'],
   401: ['unauthorized'],
@@ -136,7 +136,7 @@ const Warnings = z
 export const Created = z.object({ success: ok, uuid: UuidString, created: z.literal(true), warnings: Warnings });
 export const Replaced = z.object({ success: ok, uuid: UuidString, created: z.literal(false), warnings: Warnings });
 
-/** POST /vcons/batch accepts 1 to this many vCons (API.md); the importer batches by it too. */
+/** POST /vcons/batch accepts 1 to this many vCons (docs/api.md); the importer batches by it too. */
 export const BATCH_MAX = 100;
 export const BatchItem = z.object({
   index: Count.describe('Position in the request array'),

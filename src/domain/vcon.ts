@@ -1,4 +1,4 @@
-// The vCon and its parts, implementing API.md "Validation": strict structure, lenient vocabulary.
+// The vCon and its parts, implementing docs/api.md "Validation": strict structure, lenient vocabulary.
 // These schemas are the single source for REST parsing, MCP input schemas, GET /schema and tests.
 // Unknown fields pass through (looseObject); services store the caller's own object, so key order
 // and unknown fields survive untouched.
@@ -21,7 +21,7 @@ export const MAX_DURATION_S = 1e9;
 export const Uuid = z.string().regex(UUID_RE, 'must be a UUID (8-4-4-4-12 hexadecimal digits)');
 
 /**
- * How much of what real producers write a group accepts (VCON_VALIDATION; README § "Validation
+ * How much of what real producers write a group accepts (VCON_VALIDATION; docs/configuration.md "Validation
  * modes"). `strict` follows the project's rules; `ietf` adds what the IETF vCon draft allows beyond
  * them (any JSON value as an analysis body with encoding "json"); `lenient` adds known producer
  * slips. Broken documents are refused, with the same messages, in every mode.

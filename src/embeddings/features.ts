@@ -1,4 +1,4 @@
-// The per-text work of the offline embedders, made cheap (issue 17). One tokenising pass feeds both
+// The per-text work of the offline embedders, made cheap (it bounds indexing throughput). One tokenising pass feeds both
 // halves of the default provider. What depends only on a word (its stem, its word and character
 // n-gram features, its GloVe row) is computed once per distinct word and kept in a bounded cache.
 // Each distinct feature key (`w:stem`, `c:gram`) gets a small integer id with its hash32, so a text
@@ -262,7 +262,7 @@ export function createFeaturizer<G>(maxWords: number, maxFeatures = 1 << 16) {
   /**
    * Adds the hashed features of the scanned words into `out` (length = bucket count): words, word
    * bigrams and character 3–5-grams of the stems, each hashed with a sign. Term weights are
-   * 1 + ln(tf), which stays ≥ 1: a log weight that can go negative spoils short texts (STACK.md).
+   * 1 + ln(tf), which stays ≥ 1: a log weight that can go negative spoils short texts.
    * Words and their n-grams are added once per distinct word, weighted by its count; bigrams per
    * occurrence.
    */

@@ -6,7 +6,7 @@
 // (word, rank, scale, int8 components), the trigram postings of the spelling back-off and the
 // common component, all at known offsets. Each process reads only the few bytes a word needs
 // with positional reads, so the table sits once in the OS page cache for every group on the
-// machine instead of ~70 MB in each process (issue 15).
+// machine instead of ~70 MB in each process (many groups per machine).
 import {
   closeSync,
   createReadStream,

@@ -1,5 +1,5 @@
 // The default provider: SIF-weighted GloVe word vectors side by side with a feature-hashing half
-// (the combination measured best, STACK.md "Embeddings offline"). Offline, deterministic and cheap
+// (the combination that measured best of those tried; npm run bench:quality compares providers). Offline, deterministic and cheap
 // (well under a µs per word once a word is cached, scripts/bench/embed.ts): one tokenising pass
 // feeds both halves (features.ts).
 import type { EmbeddingProvider } from './types.js';

@@ -1,4 +1,4 @@
-// Chooses the embedding provider from the configuration (EMBEDDINGS_PROVIDER; README § "Search").
+// Chooses the embedding provider from the configuration (EMBEDDINGS_PROVIDER; docs/search.md).
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { createGloveProvider } from './glove.js';

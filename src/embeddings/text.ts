@@ -11,7 +11,7 @@ export const MODEL_VERSION = 2;
 
 /**
  * Function words that carry no topic. The GloVe vocabulary lacks some of them ("i", "a") and
- * averaging the rest drags every text towards the same point (STACK.md "Embeddings offline").
+ * averaging the rest drags every text towards the same point.
  */
 export const STOP_WORDS: ReadonlySet<string> = new Set(
   (

@@ -1,4 +1,4 @@
-// The embedding provider interface (ARCHITECTURE.md "Search"). A vector is only ever compared with
+// The embedding provider interface (docs/architecture.md "Search"). A vector is only ever compared with
 // vectors of the same `id` and `model`: both are stored beside every vector.
 
 export interface EmbeddingProvider {

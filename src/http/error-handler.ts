@@ -1,5 +1,5 @@
 // REST's wrapping of the shared error mapping (src/transport/errors.ts): an express error handler
-// that answers in the one format of API.md, never throws and never lets express answer with HTML.
+// that answers in the one format of docs/api.md, never throws and never lets express answer with HTML.
 import type { ErrorRequestHandler, Response } from 'express';
 import { describeThrown } from '../domain/errors.js';
 import type { Logger } from '../logger.js';

@@ -1,4 +1,4 @@
-// The hot write, `POST <base>/vcons` of one vCon, answered before express (issue 17): express's
+// The hot write, `POST <base>/vcons` of one vCon, answered before express (for write throughput): express's
 // router, its middlewares and body-parser cost ~140 µs of CPU per create of ~1.3 ms (bench, 32
 // concurrent). Only the plain case is taken: no query string (wait_for goes to express), no Origin
 // header, a write key, a JSON body of a type body-parser takes (UTF-8, no content encoding) with a

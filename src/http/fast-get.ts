@@ -1,4 +1,4 @@
-// The hot read, `GET <base>/vcons/<uuid>`, answered before express (issue 17 item 5): express's
+// The hot read, `GET <base>/vcons/<uuid>`, answered before express (for read throughput): express's
 // handle (the prototype swap of req and res, the router's layers) cost more CPU than the rest of
 // the answer, ~270 µs per request against ~110 µs without it (bench, 32 concurrent). Only the
 // plain case is taken here; anything else (another method or path, a query string, an Origin

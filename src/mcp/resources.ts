@@ -1,4 +1,4 @@
-// MCP resources under vcon://v1/ (SPEC.md "Versioning"). Every read goes through the same service
+// MCP resources under vcon://v1/ (versioned like the REST base path). Every read goes through the same service
 // calls as the tools and REST, so plugin hooks (redaction, access control) apply here too.
 import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';

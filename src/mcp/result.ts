@@ -1,5 +1,5 @@
 // The one mapping between service outcomes and MCP results. Tool failures are results with
-// `isError: true` carrying the error codes of REST (API.md "Envelopes"); resource failures are
+// `isError: true` carrying the error codes of REST (docs/api.md "Envelopes"); resource failures are
 // JSON-RPC errors with the same code in their message and data.
 import { McpError, ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isInstance } from '../domain/errors.js';

@@ -1,5 +1,5 @@
 // Builds one McpServer for one session's scope: a read-only session is not even offered write
-// tools, and plugin tools are offered to read-write sessions only (SPEC.md "Authentication" 4).
+// tools, and plugin tools are offered to read-write sessions only, as REST lets read-only keys only read.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Logger } from '../logger.js';
 import type { Services } from '../services/index.js';

@@ -1,5 +1,5 @@
 // The MCP tool table: one tool per REST operation (except batch), over the same services and the
-// same zod schemas. Names follow vcon-mcp where the meaning matches. Keep in sync with README § "MCP".
+// same zod schemas. Names follow vcon-mcp where the meaning matches. Keep in sync with docs/mcp.md.
 import { z } from 'zod';
 import {
   AnalysisQuery,

@@ -1,7 +1,7 @@
-// Plugin hooks (SPEC.md "Events"). Every hook of every plugin runs, in load order: a before-hook
+// Plugin hooks around every operation. Every hook of every plugin runs, in load order: a before-hook
 // may return a replacement input or veto by throwing; an after-hook may return a replacement
 // output. Hooks are run by services only, so REST, MCP tools and resources share them.
-// Keep in sync with README § "Plugins".
+// Keep in sync with docs/plugins.md.
 import type { z } from 'zod';
 import { AppError } from '../domain/errors.js';
 import type { JsonObject } from '../domain/vcon.js';

@@ -1,4 +1,4 @@
-// Admission to the database pool (issue 15): at most `limit` requests use the pool at once; the
+// Admission to the database pool: at most `limit` requests use the pool at once; the
 // rest wait in a FIFO queue for at most `maxWaitMs`, then fail with database_busy (503 +
 // Retry-After). postgres.js would otherwise queue without bound, and an overloaded group would
 // answer after tens of seconds, or its clients would give up and reset the connection.

@@ -1,4 +1,4 @@
-// Analytics of this instance's vCons (API.md "Database and analytics"): growth, content, tags and
+// Analytics of this instance's vCons (docs/api.md "Database and analytics"): growth, content, tags and
 // attachments, computed from the derived tables. Every parameter is validated here, for REST
 // (strings) and MCP (typed values) alike; the figures are exact counts, the projection an estimate.
 import { AnalyticsQuery, DateRangeQuery, GrowthQuery, parseParams, TagAnalyticsQuery } from '../domain/params.js';

@@ -1,4 +1,4 @@
-// The database use cases of one instance (API.md "Database and analytics"): introspection of this
+// The database use cases of one instance (docs/api.md "Database and analytics"): introspection of this
 // schema (database-introspection.ts) and the plan of one read-only statement, judged by the
 // analyze guard (analyze-guard.ts) before anything reaches PostgreSQL.
 import { DatabaseBusyError, isDatabaseUnavailable, ValidationError } from '../domain/errors.js';
@@ -61,7 +61,7 @@ export function createDatabaseService(deps: DatabaseServiceDeps) {
         if ((err as { code?: unknown }).code === '53300') {
           throw new DatabaseBusyError(
             'analyze is at its connection limit (concurrent analyze calls of this group, or the server); retry shortly',
-            'The launcher sets the analyze role\'s CONNECTION LIMIT from the connection budget (README "Many groups")',
+            'The launcher sets the analyze role\'s CONNECTION LIMIT from the connection budget (docs/deployment.md "Many groups on one database")',
           );
         }
         const code = (err as { code?: unknown }).code;

@@ -8,7 +8,7 @@ export interface DiscoveryRepo {
   values(kind: DiscoveryKind, minCount: number): Promise<{ total_vcons: number; values: { value: string; count: number }[] }>;
 }
 
-/** Discovery-first reads (SPEC.md): the live purposes, legacy types and analysis types. */
+/** Discovery-first reads: the live purposes, legacy types and analysis types. */
 export function createDiscoveryService(deps: { repo: DiscoveryRepo; plugins: readonly Plugin[] }) {
   return {
     async values(kind: DiscoveryKind, raw: unknown, ctx: RequestCtx) {

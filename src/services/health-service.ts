@@ -16,7 +16,7 @@ export interface PoolReport extends PoolSplit {
   connections: number | null;
 }
 
-/** The search index queue (issue 17): written vCons not yet searchable, and how long the oldest waits. */
+/** The search index queue: written vCons not yet searchable, and how long the oldest waits. */
 export interface IndexReport {
   pending: number;
   lag_s: number;

@@ -27,7 +27,7 @@ export function createMetaService(
         $id: 'https://vcon-launch.local/schema/vcon.json',
         title: 'vCon',
         description:
-          `A vCon as accepted by this service (API.md "Validation") in validation mode ${mode} (VCON_VALIDATION). Unknown fields are kept. ` +
+          `A vCon as accepted by this service (docs/api.md "Validation") in validation mode ${mode} (VCON_VALIDATION). Unknown fields are kept. ` +
           `Bounds (x-limits): a request body of at most ${limits.bodyBytes} bytes (413 payload_too_large), ` +
           `at most ${limits.elements} JSON values in one request body or one vCon (413 too_many_elements), ` +
           `nested at most ${limits.depth} levels (400 validation_failed).`,

@@ -1,5 +1,5 @@
 // Fusion of the keyword and semantic rankings of hybrid search: a weighted sum of each side's
-// scaled scores, the weights chosen by what the query is (README "The three searches"):
+// scaled scores, the weights chosen by what the query is (docs/search.md "The three searches"):
 //   - keyword-like: the best keyword match holds every one of two or more query terms: keyword
 //     ranking serves these best, its side weighs 0.8;
 //   - misspelt: a word was corrected: the keyword side, which searched the corrected words, weighs 0.9;

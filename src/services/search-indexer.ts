@@ -1,4 +1,4 @@
-// Indexing: what of a vCon becomes searchable and how (ARCHITECTURE.md "Search"). Writes only
+// Indexing: what of a vCon becomes searchable and how (docs/architecture.md "Search"). Writes only
 // queue their vCons (src/db/index-queue-repo.ts); indexing rounds claim queued vCons, derive their
 // search units from the stored documents and write the units, the ranking tsvector and the vectors,
 // a batch per transaction with one embed call. Rounds run in the background worker of every

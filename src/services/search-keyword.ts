@@ -1,4 +1,4 @@
-// Ranked keyword search (issue 16): the query's terms weighted by this group's own statistics
+// Ranked keyword search: the query's terms weighted by this group's own statistics
 // (BM25's idf), unknown words corrected from the group's vocabulary, and a bounded candidate set,
 // so common words cost a capped amount of work at any size.
 import type { RankedTerm, SearchRepo, TermInput } from '../db/search-repo.js';

@@ -1,4 +1,4 @@
-// Keyword, semantic and hybrid search (API.md "Search"; ARCHITECTURE.md "Search"): the use cases
+// Keyword, semantic and hybrid search (docs/api.md "Search"; docs/architecture.md "Search"): the use cases
 // REST and MCP call. Parameters are validated here, hooks run here.
 import { AppError } from '../domain/errors.js';
 import { checkPagingCap, parseParams, SearchQuery as KeywordParams, VECTOR_PAGING_CAP, VectorSearchQuery } from '../domain/params.js';
@@ -209,7 +209,7 @@ export function createSearchService(deps: SearchServiceDeps) {
   /**
    * Vectors of the embeddable units of some vCons. A local provider embeds the page's units now
    * (a few hundred texts, the same vectors as at indexing): storing a vector for every unit of
-   * every vCon cost each indexing round more than the page's embed costs a search (issue 17). A
+   * every vCon cost each indexing round more than the page's embed costs a search. A
    * remote provider's were stored by the indexer: a call to its API in every search would cost more.
    */
   async function unitVectors(uuids: string[]): Promise<UnitVector[]> {

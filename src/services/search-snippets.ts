@@ -1,4 +1,4 @@
-// Snippets of search matches (API.md "Search": at most 300 characters, decoded text).
+// Snippets of search matches (docs/api.md "Search": at most 300 characters, decoded text).
 
 export const SNIPPET_CHARS = 300;
 

@@ -39,7 +39,7 @@ export function createKeyResolver(config: Config) {
     if (known) return known;
     const d = digest(key);
     const keyId = d.toString('hex').slice(0, 16);
-    // A key in both lists is read-only (SPEC.md Authentication 5).
+    // A key in both lists is read-only: the narrower scope wins.
     const scope: Scope | undefined = anyMatch(d, ro) ? 'read' : anyMatch(d, rw) ? 'write' : undefined;
     if (!scope) return undefined;
     const info: AuthInfo = Object.freeze({ scope, keyId });

@@ -1,4 +1,4 @@
-// CORS for both transports (SPEC.md "CORS"): the configured origins, preflights answered here,
+// CORS for both transports (CORS_ORIGIN): the configured origins, preflights answered here,
 // before authentication. Each transport names its methods and the headers it adds.
 import type { RequestHandler } from 'express';
 import type { Config } from '../config.js';

@@ -1,11 +1,11 @@
-// The one mapping from anything thrown to the error format of API.md, shared by name by both
+// The one mapping from anything thrown to the error format of docs/api.md, shared by name by both
 // transports: REST sends it as the body ({success: false, ...}, http/error-handler.ts), MCP as a
 // tool error's structured content or a JSON-RPC error's data (mcp/result.ts). Never throws.
 import type { Request, Response } from 'express';
 import { AppError, BUSY_RETRY_AFTER_S, databaseErrorOf, describeThrown, isInstance, propOf, type ErrorDetail } from '../domain/errors.js';
 import type { Logger } from '../logger.js';
 
-/** The error body of API.md without the REST envelope's `success` and `request_id`. */
+/** The error body of docs/api.md without the REST envelope's `success` and `request_id`. */
 export interface ErrorContent {
   [key: string]: unknown;
   error: string;
@@ -107,7 +107,7 @@ function map(err: unknown, opts: ErrorMapOptions): { status: number; body: Error
 }
 
 /**
- * Any thrown value (of any shape) as a status and the error content of API.md: typed errors keep
+ * Any thrown value (of any shape) as a status and the error content of docs/api.md: typed errors keep
  * their code and status, body-parser and router errors become 4xx, database outages 503, the rest
  * 500. null when there is nobody to answer (the client aborted the request). Never throws.
  */
@@ -129,7 +129,7 @@ export function sendErrorBody(req: Request, res: Response, status: number, c: Er
   else res.end();
 }
 
-/** The one error format of API.md, from its parts (auth, routing, the MCP endpoint's own refusals). */
+/** The one error format of docs/api.md, from its parts (auth, routing, the MCP endpoint's own refusals). */
 export function sendError(
   req: Request,
   res: Response,

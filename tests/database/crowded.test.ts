@@ -1,4 +1,4 @@
-// Introspection on a database crowded with other schemas (issue 19): the /database routes read
+// Introspection on a database crowded with other schemas: the /database routes read
 // the catalogs starting from this group's own relations, so their cost follows the group, not the
 // database. Checked by plan (no scan of a whole catalog), by answer (only the group's tables, on
 // a database holding 40 other schemas × 60 relations), and by the error a timeout gives (503

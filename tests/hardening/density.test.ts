@@ -1,4 +1,4 @@
-// Density, small (issue 15; the full figures come from `npm run bench`): 8 groups on a PostgreSQL
+// Density, small (the full figures come from `npm run bench`): 8 groups on a PostgreSQL
 // of our own with max_connections = 30, started with `vcon-launch start --all --detach`, then
 // mixed load from 8 clients per group at once. Overload may answer 503 database_busy, never
 // another 5xx, never a reset; no process is lost; an ordinary operator role connects every second.

@@ -1,4 +1,4 @@
-// The keep-alive race (issue 15, the density bench's requests without an answer): a server that
+// The keep-alive race (the density bench once counted requests without an answer): a server that
 // closes an idle keep-alive connection just as a client sends its next request on it leaves that
 // request with a socket close. The server tells clients a short `Keep-Alive: timeout` and keeps the
 // connection far longer, so a client that honours the hint (fetch/undici drops idle sockets before

@@ -1,4 +1,4 @@
-// The index thread within the group's connection budget (issues 15 and 17): its one connection is
+// The index thread within the group's connection budget: its one connection is
 // part of DB_POOL_MAX, and it exists only while there is work, so an idle group holds no
 // connection and no thread (never started when idle, retired after INDEX_THREAD_IDLE_S), while
 // rows a crash left queued are still indexed at the next start without a request.

@@ -1,7 +1,7 @@
 // The patched postgres.js (patches/postgres+3.4.9.patch, applied by patch-package at install): the
 // installed driver carries every correctness fix, a query that fails half-way through its rows never
-// leaves a pooled connection that answers the next query wrongly (porsager/postgres#1119, #1181), and
-// a failed type fetch of a new connection never ends the process (#1192).
+// leaves a pooled connection that answers the next query wrongly (porsager/postgres#1119 and #1181), and
+// a failed type fetch of a new connection never ends the process (porsager/postgres#1192).
 import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -131,14 +131,14 @@ describe('a query that fails half-way through its rows', () => {
   // Rows 1-3 are sent, then row 4 divides by zero: the error arrives after three DataRows.
   const failing = () => sql`select i, 1 / (4 - i) as boom from generate_series(1, 10) i`;
 
-  it('leaves the connection answering the next query exactly (#1119)', async () => {
+  it('leaves the connection answering the next query exactly (porsager/postgres#1119)', async () => {
     await expect(failing()).rejects.toThrow(/division by zero/);
     const rows = await sql`select x from generate_series(1, 5) x`;
     expect(rows.length).toBe(5);
     expect(rows.map((r) => r.x)).toEqual([1, 2, 3, 4, 5]);
   });
 
-  it('leaves a query pipelined behind it exact (#1181)', async () => {
+  it('leaves a query pipelined behind it exact (porsager/postgres#1181)', async () => {
     const a = failing().catch((e: Error) => e);
     const b = sql`select x from generate_series(1, 5) x`;
     expect(String(await a)).toMatch(/division by zero/);
@@ -189,7 +189,7 @@ describe('a query that fails half-way through its rows', () => {
 
 describe("a new connection's array-type fetch that fails", () => {
   // A 1 ms statement_timeout cancels the driver's own pg_type query on every new connection
-  // (57014); unpatched, its rejection is unhandled and ends the process (#1192). A child process,
+  // (57014); unpatched, its rejection is unhandled and ends the process (porsager/postgres#1192). A child process,
   // so the runner's own rejection handlers are not the ones observing it; the same script against
   // a copy without the patch shows the fetch really failed.
   const TYPE_FETCH_MARK = '/* vcon-launch: type-fetch rejection */';
@@ -215,7 +215,7 @@ describe("a new connection's array-type fetch that fails", () => {
     return JSON.parse(r.stdout.trim()) as { unhandled: number; code: string | null };
   };
 
-  it('fails the waiting query, never the process (#1192)', async () => {
+  it('fails the waiting query, never the process (porsager/postgres#1192)', async () => {
     const root = postgresRoot();
     const patched = await attempt(root);
     expect(patched).toEqual({ unhandled: 0, code: '57014' });

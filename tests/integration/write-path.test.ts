@@ -1,5 +1,5 @@
 // The write path against real PostgreSQL, a throwaway schema: the stored document text is exactly
-// the accepted document's JSON (API.md: key order, every character), whichever write stored it (a
+// the accepted document's JSON (docs/api.md: key order, every character), whichever write stored it (a
 // create, a batch: each document its own parameter, a replacement); and a delete removes the derived
 // rows (no foreign keys on them since migration 0006; a delete trigger since 0007), also those of a
 // write that commits while the delete waits for it, and also when an operator deletes in SQL.

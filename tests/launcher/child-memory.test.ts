@@ -1,4 +1,4 @@
-// The memory and GC settings every group's process starts with (issues 15 and 17): a small young
+// The memory and GC settings every group's process starts with (many groups per machine, CPU per write): a small young
 // generation, single-threaded GC and two malloc arenas, each unless the operator's environment says
 // otherwise (where Node lets it). Read from the running processes themselves (/proc), as an
 // operator would check them.

@@ -1,4 +1,4 @@
-// REST/MCP parity (SPEC.md "What the service does"): every service operation is reachable from
+// REST/MCP parity: every service operation is reachable from
 // both surfaces, or is listed here as deliberately one-sided with the reason.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOLS } from '../../src/mcp/tools.js';
@@ -14,7 +14,10 @@ const PARITY: Record<string, Entry> = {
   'health.check': { rest: ['GET /health'] },
   version: { rest: ['GET /version'] },
   'vcons.create': { rest: ['POST /vcons'] },
-  'vcons.batch': { restOnly: 'batch ingestion is REST-only by specification (SPEC.md)', rest: ['POST /vcons/batch'] },
+  'vcons.batch': {
+    restOnly: 'batch ingestion is REST-only by design (bulk loads go through REST and vcon-launch import)',
+    rest: ['POST /vcons/batch'],
+  },
   'vcons.get': { rest: [`GET /vcons/${U}`] },
   'vcons.list': { rest: ['GET /vcons'] },
   'changes.page': { rest: ['GET /changes'] },

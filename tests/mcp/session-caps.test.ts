@@ -1,4 +1,4 @@
-// Issue 14 finding 5: one key can't lock the others out of MCP. Sessions are capped per key
+// One key can't lock the others out of MCP. Sessions are capped per key
 // (read-only keys lower) and per instance; a key at its cap gives up its own idlest session, a
 // full instance closes the idlest session of the key holding the most, and only sessions busy
 // with a call are never closed. An app built by hand (hand-built.ts) with caps and a gating plugin.
@@ -84,7 +84,7 @@ const listStatus = async (url: string, key: string, sid: string) =>
 const until = (what: string, ok: () => boolean, ms = 60_000) => waitFor(ok, ms, 20, what);
 
 describe('MCP sessions per key', () => {
-  it("1,000 initialize calls from a read-only key do not lock the read-write key out (the issue's request, default caps)", async () => {
+  it('1,000 initialize calls from a read-only key do not lock the read-write key out (default caps)', async () => {
     const { mcp, url } = await serve();
     const statuses = new Map<number, number>();
     let next = 0;

@@ -82,7 +82,7 @@ describe('GET /openapi.json', () => {
     }
   });
 
-  it('declares the one error format with the codes of API.md per status', () => {
+  it('declares the one error format with the codes of docs/api.md per status', () => {
     expect(doc.components.schemas.Error.required).toEqual(['success', 'error', 'message']);
     for (const [status, codes] of Object.entries(ERROR_CODES)) {
       expect(doc.components.schemas[`Error${status}`].properties.error.enum).toEqual(codes);

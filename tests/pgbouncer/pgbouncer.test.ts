@@ -1,4 +1,4 @@
-// Groups behind a real PgBouncer in transaction pooling mode (issue 15): each group connects as
+// Groups behind a real PgBouncer in transaction pooling mode: each group connects as
 // its own role (whose search_path pins the schema: PgBouncer passes no startup `options`), with
 // DB_POOLER=pgbouncer (no startup parameters, no named prepared statements). CRUD, search and
 // isolation run through it, with far more concurrent requests than PgBouncer has connections.

@@ -1,11 +1,11 @@
 // Every fixture of shared/fixtures/vcons through the real HTTP API: invalid__* files are rejected
 // with a useful message; every other file is either stored and returned deeply equal, or rejected
-// for a reason API.md "Validation" names (listed below, file by file).
+// for a reason docs/api.md "Validation" names (listed below, file by file).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadFixtures } from '../helpers/fixtures.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-/** Real producer files that API.md rejects, with the rule and the path the 400 must name. */
+/** Real producer files that docs/api.md rejects, with the rule and the path the 400 must name. */
 const REJECTED: Record<string, { rule: string; path: string; message: RegExp }> = {
   'conserver__legacy-alg-signature-url-base64url-generation_info.json': {
     rule: 'analysis body must be a string',

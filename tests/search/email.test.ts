@@ -1,4 +1,4 @@
-// Email vCons (issue 21): what a person reads in a message/rfc822 body (or a base64url-encoded
+// Email vCons: what a person reads in a message/rfc822 body (or a base64url-encoded
 // text or email body) is found by keyword, semantic and hybrid search, over REST and MCP, and
 // snippets show decoded text.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-// Search indexing off the request path (issue 17): a write queues its vCons in its own
+// Search indexing off the request path: a write queues its vCons in its own
 // transaction; indexers claim them with SKIP LOCKED; a search first indexes what was acknowledged
 // before it; wait_for=search answers after indexing; a queue left by a stopped instance is indexed
 // by the next one. Real PostgreSQL, each case on the schema of this file.

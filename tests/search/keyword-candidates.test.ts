@@ -1,4 +1,4 @@
-// The bounded work of ranked keyword search (issue 16): candidates drawn from the rarest words
+// The bounded work of ranked keyword search: candidates drawn from the rarest words
 // first under a cap, exclusions and tag filters applied while drawing, and term counts taken from
 // the planner's statistics once the table is analysed.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-// Offset paging of the three searches (API.md: a page never repeats a result of another page):
+// Offset paging of the three searches (docs/api.md: a page never repeats a result of another page):
 // many vCons that rank equal, or nearly, for the query. Paging through every page must serve each
 // vCon exactly once, on every candidate path of semantic search (in-memory codes, a broad tag,
 // a selective tag through SQL) and in hybrid search.

@@ -1,4 +1,4 @@
-// Ranked keyword search (issue 16): OR ranking weighted by the group's own statistics, web-search
+// Ranked keyword search: OR ranking weighted by the group's own statistics, web-search
 // syntax (phrases, -exclusions, or), typo correction from the group's vocabulary with
 // corrected_query over REST and MCP, and the three vCon shapes (chat, call, email) on every route.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

@@ -58,7 +58,7 @@ describe('vectors of a model before the current one', () => {
     expect((await search()).results[0]?.uuid).toBe(uuids[0]);
     expect(await warnOtherSpaces(t.sql, provider, log)).toBe(false);
     expect((await reembedGroup(t.sql, provider)).embedded).toBe(0);
-    // README's step for a provider whose id did not change (OpenAI-compatible): drop the vCon vectors, reembed.
+    // docs/search.md's step for a provider whose id did not change (OpenAI-compatible): drop the vCon vectors, reembed.
     await t.sql`delete from vcon_vectors`;
     expect((await reembedGroup(t.sql, provider)).embedded).toBe(3);
     expect((await search()).results[0]?.uuid).toBe(uuids[0]);

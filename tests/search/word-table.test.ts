@@ -1,4 +1,4 @@
-// The word-vector table read in place (issue 15): positional lookups give exactly the vectors the
+// The word-vector table read in place: positional lookups give exactly the vectors the
 // builder quantised, damaged files fail clearly at open, and builders in separate processes
 // produce one file. The fixture is a small vocabulary in the package's JSON format.
 import { spawn } from 'node:child_process';

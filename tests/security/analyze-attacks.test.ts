@@ -1,4 +1,4 @@
-// Issue 14, findings 1, 2, 3 and 7: the exact requests of the review, through REST and MCP, with
+// Attacks on POST /database/analyze, as a security review sent them, through REST and MCP, with
 // two groups (alpha, beta) on one database as `vcon-launch start` runs them — with per-group roles
 // (the default) and with one shared superuser (roles off, shared superuser allowed). alpha's key
 // does its worst through analyze; nothing of beta may come back, no file or setting may be read,
@@ -64,7 +64,7 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
 
   const beta_ = () => ws.schemas.beta;
 
-  test("finding 1: U& identifiers reach neither beta's rows, nor files, nor other sessions, nor slots", async () => {
+  test("U& identifiers reach neither beta's rows, nor files, nor other sessions, nor slots", async () => {
     await refusedBoth(`select U&"\\0071uery_to_xml"('select subject from ${beta_()}.vcons',true,false,'')::text::int`);
     await refusedBoth(`select U&"!0071uery_to_xml" UESCAPE '!'('select subject from ${beta_()}.vcons',true,false,'')::text::int`);
     await refusedBoth(`select U&"\\0070g_read_file"('/etc/hostname')::int`);
@@ -91,7 +91,7 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
     }
   });
 
-  test('finding 3: catalog views and functions are refused, inside views and function scans too', async () => {
+  test('catalog views and functions are refused, inside views and function scans too', async () => {
     await refusedBoth('select query from pg_stat_activity');
     await refusedBoth("select setting from pg_settings where name = 'data_directory'");
     await refusedBoth('select * from pg_hba_file_rules');
@@ -105,7 +105,7 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
     await refusedBoth("select set_config('work_mem', '1GB', false)");
   });
 
-  test("finding 2: an advisory lock on beta's migrate key does not outlive the call; beta restarts", async () => {
+  test("an advisory lock on beta's migrate key does not outlive the call; beta restarts", async () => {
     await refusedBoth(`select U&"\\0070g_advisory_lock"(hashtext('vcon-launch:migrate:${beta_()}'))`);
     await refusedBoth(`select pg_advisory_lock(hashtext('vcon-launch:migrate:${beta_()}'))`);
     const admin = adminSql();
@@ -126,7 +126,7 @@ describe.each(MODES)('analyze attacks with $name', (mode) => {
     expect(JSON.stringify(list.body)).toContain(secret);
   });
 
-  test('finding 7: a sort that spills is cut off by the temporary file limit', async () => {
+  test('a sort that spills is cut off by the temporary file limit', async () => {
     // 2,000 rows of one ~96 KB text: the sort spills past 64 MB after little work, so the limit,
     // not the statement timeout, ends it on a loaded machine too (3 million md5s took 20 s there).
     const query =

@@ -1,6 +1,6 @@
-// Issue 14 findings 4 and 6, through REST and MCP, with the issue's own requests as regression
+// Bad input a security review sent, through REST and MCP, its requests kept as regression
 // cases: text PostgreSQL can't hold is refused at validation naming the field (so no search, list
-// or analytics path can fail on it afterwards), and every other bad input of finding 6 answers a
+// or analytics path can fail on it afterwards), and every other bad input below answers a
 // 4xx in the one error format, never a 500 and never HTML.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHttp, textOf, type HttpSession } from '../mcp/helpers.js';
@@ -33,7 +33,7 @@ afterAll(async () => {
   await s?.close();
 });
 
-/** A 4xx in the one error format of API.md, with the given status and code. */
+/** A 4xx in the one error format of docs/api.md, with the given status and code. */
 function expectError(r: { status: number; headers: Headers; body: any }, status: number, code: string, where = '') {
   expect([r.status, r.body?.error], `${where} ${JSON.stringify(r.body)}`).toEqual([status, code]);
   expect(r.headers.get('content-type'), where).toMatch(/^application\/json/);
@@ -77,11 +77,11 @@ async function expectEveryReadWorks() {
   expect(search.body.results.map((x: { uuid: string }) => x.uuid)).toEqual([SEED]);
 }
 
-describe('finding 4: text PostgreSQL cannot hold', () => {
+describe('text PostgreSQL cannot hold', () => {
   const NUL = 'a\u0000b';
   const LONE = 'half \ud800 pair';
   const cases: { name: string; doc: Record<string, unknown>; path: string }[] = [
-    { name: "a NUL in the subject (the issue's request)", doc: { subject: NUL }, path: 'subject' },
+    { name: "a NUL in the subject (the review's request)", doc: { subject: NUL }, path: 'subject' },
     { name: 'a NUL in a party name', doc: { parties: [{ name: NUL }] }, path: 'parties[0].name' },
     { name: 'a NUL in an unknown field', doc: { x_note: NUL }, path: 'x_note' },
     { name: 'a NUL in a dialog body', doc: { dialog: [{ type: 'text', encoding: 'none', body: NUL }] }, path: 'dialog[0].body' },
@@ -159,10 +159,10 @@ describe('finding 4: text PostgreSQL cannot hold', () => {
   });
 });
 
-describe('finding 6: dates outside 0001-9999 after the offset', () => {
+describe('dates outside 0001-9999 after the offset', () => {
   const OUT_OF_RANGE = ['0001-01-01T00:00:00%2B14:00', '9999-12-31T23:59:59-14:00', '0000-06-01'];
 
-  it("answers 400 naming the parameter on list, content and hybrid search, and analytics (the issue's requests)", async () => {
+  it("answers 400 naming the parameter on list, content and hybrid search, and analytics (the review's requests)", async () => {
     for (const v of OUT_OF_RANGE) {
       for (const [base, param] of [
         ['/vcons?', 'start_date'],
@@ -228,7 +228,7 @@ describe('finding 6: dates outside 0001-9999 after the offset', () => {
   });
 });
 
-describe('finding 6: absurd durations', () => {
+describe('absurd durations', () => {
   it('refuses dialog[0].duration = 1e308 at write time, so analytics keeps answering', async () => {
     for (let i = 0; i < 2; i++) {
       const r = await s.api('/vcons', { method: 'POST', json: { dialog: [{ type: 'recording', duration: 1e308 }] } });
@@ -245,8 +245,8 @@ describe('finding 6: absurd durations', () => {
   });
 });
 
-describe('finding 6: example types that are Object.prototype members', () => {
-  it("answers 404 example_not_found as JSON, without a key (the issue's requests)", async () => {
+describe('example types that are Object.prototype members', () => {
+  it("answers 404 example_not_found as JSON, without a key (the review's requests)", async () => {
     for (const type of ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf']) {
       const r = await s.api(`/examples/${type}`, { key: null });
       expectError(r, 404, 'example_not_found', type);
@@ -265,8 +265,8 @@ describe('finding 6: example types that are Object.prototype members', () => {
   });
 });
 
-describe('finding 6: undecodable path parameters', () => {
-  it("answers 400 invalid_parameter as JSON (the issue's requests)", async () => {
+describe('undecodable path parameters', () => {
+  it("answers 400 invalid_parameter as JSON (the review's requests)", async () => {
     for (const path of ['/examples/%FF', '/vcons/%FF', '/vcons/%E0%A4%A/tags', `/vcons/${SEED}/tags/%C0`]) {
       const r = await s.api(path, { key: path.startsWith('/examples') ? null : undefined });
       expectError(r, 400, 'invalid_parameter', path);
@@ -275,7 +275,7 @@ describe('finding 6: undecodable path parameters', () => {
   });
 });
 
-describe('finding 6: analyze errors of any SQLSTATE class', () => {
+describe('analyze errors of any SQLSTATE class', () => {
   it('answers 400, not 500, for XX000 from pg_describe_object (REST and MCP)', async () => {
     const r = await s.api('/database/analyze', { method: 'POST', json: { query: 'select pg_describe_object(1,1,1)', analyze: true } });
     expectError(r, 400, 'validation_failed', 'analyze');

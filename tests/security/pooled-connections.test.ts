@@ -1,6 +1,6 @@
-// Issue 14 finding 4, second half: a query that fails half-way through its rows must never leave
-// a pooled connection that answers another request wrongly (porsager/postgres#1119, #1181; the
-// issue saw lists come back as [null,null,null,null,"cccccccc-…03"], GETs of existing vCons 404
+// A query that fails half-way through its rows must never leave
+// a pooled connection that answers another request wrongly (porsager/postgres#1119, #1181; a review
+// saw lists come back as [null,null,null,null,"cccccccc-…03"], GETs of existing vCons 404
 // and analytics 500). Queries fail on the server's own pool, mixed with REST traffic whose every
 // answer is checked against what is stored: 100 % must be right.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

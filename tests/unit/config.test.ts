@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseConfig } from '../../src/config.js';
 
 describe('config', () => {
-  it('applies the SPEC.md defaults', () => {
+  it('applies the documented defaults', () => {
     const c = parseConfig({});
     expect(c.rest).toMatchObject({ enabled: true, basePath: '/api/v1', bodyLimit: 20 * 1024 * 1024 });
     expect(c.mcp).toMatchObject({ transport: 'stdio', host: '127.0.0.1', port: 3000, readOnly: false });

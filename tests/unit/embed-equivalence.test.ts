@@ -1,4 +1,4 @@
-// The fast default embedder (features.ts, issue 17) must give the vectors of the plain algorithm it
+// The fast default embedder (features.ts) must give the vectors of the plain algorithm it
 // replaced, or stored vectors stop matching new queries. The REFERENCE below is that algorithm as
 // it was (regex tokeniser, string keys in a Map); the encoder is compared with it on every text
 // the indexer embeds for the fixture vCons, the search dev set and the bench corpus, plus edge cases.

@@ -1,4 +1,4 @@
-// One rule per parameter (#20): every query, path and body parameter of the REST routes and every
+// One rule per parameter: every query, path and body parameter of the REST routes and every
 // MCP tool argument is the very zod object of src/domain (params.ts, or vcon.ts for documents),
 // compared by identity. A schema written again in openapi.ts or tools.ts, even one that reads the
 // same, is a different object and fails here.

@@ -3,9 +3,9 @@ import type { Services } from '../../services/index.js';
 import { ctxOf, methodNotAllowed, queryOf } from './util.js';
 
 /**
- * Database introspection and analytics routes (API.md "Database and analytics"): thin wrappers
+ * Database introspection and analytics routes (docs/api.md "Database and analytics"): thin wrappers
  * answering `{"success": true, "data": {...}}`. POST /database/analyze is a POST, so read-only
- * keys get 403 from the auth layer (SPEC.md Authentication 4) although it never writes.
+ * keys get 403 from the auth layer (read-only keys may only GET, HEAD and OPTIONS) although it never writes.
  */
 export function registerDatabaseRoutes(router: Router, services: Services) {
   const { database, analytics } = services;

@@ -7,7 +7,7 @@ import { buildOpenApiDocument } from '../openapi.js';
 import { BUSY_RETRY_AFTER_S } from '../../domain/errors.js';
 import { methodNotAllowed } from './util.js';
 
-/** Routes that need no key: health, version, schema, openapi.json, examples (SPEC.md "Infrastructure"). */
+/** Routes that need no key: health, version, schema, openapi.json, examples. */
 export function registerInfraRoutes(router: Router, deps: { config: Config; services: Services; buildInfo: BuildInfo }) {
   const { services, buildInfo, config } = deps;
 

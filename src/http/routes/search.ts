@@ -9,7 +9,7 @@ function sendResults(res: Response, r: SearchResponse): void {
   res.json({ success: true, ...r });
 }
 
-/** Keyword, semantic and hybrid search routes (API.md "Search"). */
+/** Keyword, semantic and hybrid search routes (docs/api.md "Search"). */
 export function registerSearchRoutes(router: Router, services: Services) {
   for (const kind of ['content', 'semantic', 'hybrid'] as const) {
     router

@@ -4,7 +4,7 @@ import type { Services } from '../../services/index.js';
 import type { DiscoveryKind } from '../../services/discovery-service.js';
 import { ctxOf, methodNotAllowed, queryOf } from './util.js';
 
-/** Tag routes and discovery (API.md "Tags", "Discovery"). */
+/** Tag routes and discovery (docs/api.md "Tags", "Discovery"). */
 export function registerTagRoutes(router: Router, services: Services) {
   const { tags, discovery } = services;
 

@@ -8,7 +8,7 @@ import { ctxOf, methodNotAllowed, queryOf } from './util.js';
 /** `?wait_for=search`: the answer comes after the written vCons are indexed. */
 const writeOptions = (req: Request): WriteOptions => ({ waitFor: parseParams(WriteQuery, queryOf(req)).wait_for });
 
-/** vCon CRUD, batch, listing and sub-resources (API.md "vCons"); thin over the vCon service. */
+/** vCon CRUD, batch, listing and sub-resources (docs/api.md "vCons"); thin over the vCon service. */
 export function registerVconRoutes(router: Router, services: Services) {
   const { vcons } = services;
 
