@@ -1,6 +1,6 @@
-// README examples run as printed: the plugin example starts what it means to show (a group with
-// keys over HTTP whose reads are redacted), and the batch example's answer has the shape the
-// server really gives a rejected item.
+// Documented examples run as printed: the plugin example of docs/plugins.md starts what it means to
+// show (a group with keys over HTTP whose reads are redacted), and the README's batch example's answer
+// has the shape the server really gives a rejected item.
 import { chmodSync, copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -9,19 +9,20 @@ import { startTestServer } from '../helpers/server.js';
 import { createWorkspace, type Workspace } from './helpers.js';
 
 const README = readFileSync(path.join(packageRoot, 'README.md'), 'utf8');
+const PLUGINS = readFileSync(path.join(packageRoot, 'docs', 'plugins.md'), 'utf8');
 const section = (title: string) => README.slice(README.indexOf(`\n## ${title}\n`), README.indexOf('\n## ', README.indexOf(`\n## ${title}\n`) + 4));
 
-describe('README examples', () => {
+describe('README and docs examples', () => {
   let ws: Workspace | undefined;
   afterAll(async () => {
     await ws?.run(['stop', '--all']);
     await ws?.cleanup();
   });
 
-  test('the plugin example starts a keyed HTTP group whose reads are redacted as README shows', async () => {
-    const block = section('Plugins');
+  test('the plugin example starts a keyed HTTP group whose reads are redacted as docs/plugins.md shows', async () => {
+    const block = PLUGINS;
     const env = /cat > env\/(\w+)\.env <<'END'\n([\s\S]*?)\nEND/.exec(block);
-    expect(env, 'README § Plugins creates a group env file').not.toBeNull();
+    expect(env, 'docs/plugins.md creates a group env file').not.toBeNull();
     const [, group, lines] = env!;
     const vars = Object.fromEntries(lines.split('\n').map((l) => l.split(/=(.*)/s).slice(0, 2)));
     ws = createWorkspace([group], { [group]: vars });
