@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { EnvSchema } from '../../src/config.js';
 import { ERROR_CODES } from '../../src/domain/responses.js';
 import { packageRoot } from '../../src/paths.js';
 
@@ -132,6 +133,17 @@ describe('README is the quick start; the reference is in docs/', () => {
   test('README links to the REST contract and the design notes', () => {
     expect(readme).toContain('](docs/api.md');
     expect(readme).toContain('](docs/architecture.md)');
+  });
+
+  test('docs/configuration.md names every variable the server reads', () => {
+    const doc = read('docs/configuration.md');
+    for (const name of Object.keys(EnvSchema.shape)) expect(doc, name).toContain(`\`${name}\``);
+  });
+
+  test('every `npm run` script the docs name exists', () => {
+    const scripts = Object.keys((JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts);
+    for (const f of ['README.md', ...DOC_FILES])
+      for (const m of read(f).matchAll(/npm run ([\w:-]+)/g)) expect(scripts, `${f}: npm run ${m[1]}`).toContain(m[1]);
   });
 
   test('docs/api.md lists every error code of every status', () => {
