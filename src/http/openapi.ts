@@ -8,7 +8,7 @@ import { EXAMPLES, EXAMPLE_TYPES } from '../domain/examples.js';
 import * as P from '../domain/params.js';
 import * as R from '../domain/responses.js';
 import { ERROR_CODES, type ErrorStatus } from '../domain/responses.js';
-import { Analysis, Attachment, Dialog, EncryptedVcon, Party, SignedVcon, Vcon } from '../domain/vcon.js';
+import { Analysis, Attachment, Dialog, EncryptedVcon, Party, SignedVcon, Vcon, vconSchemas, type ValidationMode } from '../domain/vcon.js';
 
 type Json = Record<string, unknown>;
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -487,10 +487,10 @@ const toSchema = (schema: z.ZodType, io: 'input' | 'output'): Json => {
   return rest;
 };
 
-/** The component schemas: one registry, so shared parts are $refs rather than copies. */
-function buildComponentSchemas(): Record<string, Json> {
+/** JSON Schemas of zod schemas by component name, in one registry so shared parts are $refs rather than copies. */
+function componentsOf(named: Record<string, z.ZodType>): Record<string, Json> {
   const registry = z.registry<{ id: string }>();
-  for (const [id, schema] of Object.entries(SCHEMAS)) registry.add(schema, { id });
+  for (const [id, schema] of Object.entries(named)) registry.add(schema, { id });
   const out = z.toJSONSchema(registry, {
     target: 'draft-2020-12',
     io: 'output',
@@ -502,6 +502,20 @@ function buildComponentSchemas(): Record<string, Json> {
     const { $schema: _s, $id: _i, ...rest } = s;
     schemas[id] = rest;
   }
+  return schemas;
+}
+
+/**
+ * The component schemas. The vCon and its items are the group's validation mode's (as GET /schema):
+ * a group stores what its mode accepts, and every answer that holds a vCon or an item ($refs to
+ * these, through StoredVcon) must be described by the document, a leniently stored one included.
+ */
+function buildComponentSchemas(mode: ValidationMode): Record<string, Json> {
+  const schemas = componentsOf(SCHEMAS);
+  if (mode === 'strict') return schemas;
+  const m = vconSchemas(mode);
+  const own = componentsOf({ Vcon: m.Vcon, Party, Dialog: m.Dialog, Analysis: m.Analysis, Attachment: m.Attachment });
+  for (const id of ['Vcon', 'Dialog', 'Analysis', 'Attachment']) schemas[id] = { ...own[id], 'x-validation': mode };
   return schemas;
 }
 
@@ -533,7 +547,7 @@ function buildParameters(route: Route): Json[] {
 
 /** Builds the OpenAPI 3.1 document for this instance's configuration (base path, auth header). */
 export function buildOpenApiDocument(config: Config, info: { version: string }): Json {
-  const schemas = buildComponentSchemas();
+  const schemas = buildComponentSchemas(config.validation);
   const authRequired = config.auth.required;
   const bearer = config.auth.header === 'authorization';
   const schemeName = bearer ? 'bearerAuth' : 'apiKeyAuth';
@@ -622,6 +636,9 @@ export function buildOpenApiDocument(config: Config, info: { version: string }):
         'A method a path does not serve answers 405 method_not_allowed; an unknown path 404 route_not_found.',
         'Every response carries X-Request-Id, X-Version, X-Git-Commit and X-Build-Time.',
         authRequired ? '' : 'Authentication is disabled on this instance (API_AUTH_REQUIRED=false).',
+        config.validation === 'strict'
+          ? ''
+          : `This group's validation mode is ${config.validation} (VCON_VALIDATION): the Vcon, Dialog, Analysis and Attachment schemas are that mode's, as GET /schema, and each says so in x-validation.`,
       ]
         .filter(Boolean)
         .join('\n\n'),
