@@ -95,10 +95,14 @@ export function readRfc2822(s: string): Date | undefined {
   const [, d, mon, y, h, mi, sec, zone] = m;
   const mo = MONTHS.indexOf(mon);
   const offset = /^[+-]/.test(zone) ? (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(3))) : 0;
-  const local = Date.UTC(Number(y), mo, Number(d), Number(h), Number(mi), Number(sec ?? 0));
+  // setUTCFullYear, not Date.UTC, which reads years 0-99 as 1900-1999 ("01 Jan 0050" is not 1950).
+  const at = new Date(0);
+  at.setUTCFullYear(Number(y), mo, Number(d));
+  at.setUTCHours(Number(h), Number(mi), Number(sec ?? 0), 0);
+  const local = at.getTime();
   const t = new Date(local - offset * 60_000);
-  // Date.UTC rolls 31 Feb over to March: a real date names its own day.
-  if (new Date(local).getUTCDate() !== Number(d) || Number(h) > 23 || Number(mi) > 59 || Number(sec ?? 0) > 59) return undefined;
+  // Dates roll 31 Feb over to March: a real date names its own day.
+  if (at.getUTCDate() !== Number(d) || Number(h) > 23 || Number(mi) > 59 || Number(sec ?? 0) > 59) return undefined;
   return inInstantRange(t) ? t : undefined;
 }
 

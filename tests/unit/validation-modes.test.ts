@@ -158,6 +158,10 @@ describe('downstream reads the tolerated forms', () => {
     expect(readDocumentDate('Wed, 18 May 2022 23:05:05 -0000')?.toISOString()).toBe('2022-05-18T23:05:05.000Z');
     expect(readDocumentDate('18 May 2022 23:05 +0130')?.toISOString()).toBe('2022-05-18T21:35:00.000Z');
     expect(readDocumentDate('Wed, 31 Feb 2022 23:05:05 -0000')).toBeUndefined();
+    // A year below 100 is that year, not 19xx; 0100 is no leap year.
+    expect(readDocumentDate('Sat, 01 Jan 0050 00:00:00 +0000')?.toISOString()).toBe('0050-01-01T00:00:00.000Z');
+    expect(readDocumentDate('29 Feb 0100 00:00 GMT')).toBeUndefined();
+    expect(readDocumentDate('29 Feb 2000 00:00 GMT')?.toISOString()).toBe('2000-02-29T00:00:00.000Z');
     const rows = deriveRows(crafted.rfc2822, 'plain', new Date(0));
     expect(rows.created_at.toISOString()).toBe('2022-05-18T23:05:05.000Z');
     expect(rows.updated_at?.toISOString()).toBe('2022-05-18T23:00:00.000Z');
