@@ -19,8 +19,30 @@ export default tseslint.config(
     files: ['src/domain/**/*.ts'],
     rules: restrict([
       {
-        group: ['express', '@modelcontextprotocol/*', 'postgres', 'pino', '../db/*', '../services/*', '../http/*', '../mcp/*'],
+        group: [
+          'express',
+          '@modelcontextprotocol/*',
+          'postgres',
+          'pino',
+          '../db/*',
+          '../services/*',
+          '../http/*',
+          '../mcp/*',
+          '../search/*',
+          'postal-mime',
+          'html-to-text',
+        ],
         message: 'domain imports only zod',
+      },
+    ]),
+  },
+  {
+    // The search engine's pure parts (units, tsvector, e-mail text): no transport, driver or service.
+    files: ['src/search/**/*.ts'],
+    rules: restrict([
+      {
+        group: ['express', '@modelcontextprotocol/*', 'postgres', 'pino', '../db/*', '../services/*', '../http/*', '../mcp/*', '../transport/*'],
+        message: 'src/search imports the domain and libraries only',
       },
     ]),
   },

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import { decodeBodies, extractUnits } from '../../src/domain/derive.js';
+import { decodeBodies, extractUnits } from '../../src/search/units.js';
 import { embeddingsCacheDir } from '../../src/embeddings/index.js';
 import { ensureCache, openCache } from '../../src/embeddings/glove-cache.js';
 import { createGloveProvider } from '../../src/embeddings/glove.js';

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import { extractUnits } from '../../src/domain/derive.js';
+import { extractUnits } from '../../src/search/units.js';
 import { embeddingsCacheDir } from '../../src/embeddings/index.js';
 import { ensureCache, loadCache, type WordVectors } from '../../src/embeddings/glove-cache.js';
 import { createGloveProvider, type SifOptions } from '../../src/embeddings/glove.js';

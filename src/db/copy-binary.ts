@@ -2,7 +2,7 @@
 // hex text in thousands of bind parameters. Only the column types the index writes use.
 import type { Db } from './client.js';
 
-/** tsvector: the value is already its binary form (joinTsvectors in src/domain/tsvector.ts). */
+/** tsvector: the value is already its binary form (joinTsvectors in src/search/tsvector.ts). */
 export type CopyType = 'uuid' | 'text' | 'json' | 'int4' | 'bytea' | 'timestamptz' | 'bit' | 'tsvector';
 export type CopyValue = string | number | Uint8Array | Date | null;
 

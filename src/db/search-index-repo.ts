@@ -2,13 +2,13 @@
 // tsvector and the stored vectors (unit vectors, the vCon vector and its sign code). What to embed
 // and how the vCon vector is made is the indexer's decision (src/services/search-indexer.ts).
 import type { Db } from './client.js';
-import { sortedUnits, unitsJson, type SearchUnit } from '../domain/derive.js';
+import { sortedUnits, unitsJson, type SearchUnit } from '../search/units.js';
 import type { JsonObject, VconKind } from '../domain/vcon.js';
 import { signCodeBytes, vectorToBytes } from '../embeddings/code.js';
 import { copyBinary, type CopyValue } from './copy-binary.js';
 import type { VectorSpace } from './search-repo.js';
 import { stage, stageSync } from '../stages.js';
-import { createLexicon, joinTsvectors, parseTsvector, tsvectorText, type Lexicon, type Tsv } from '../domain/tsvector.js';
+import { createLexicon, joinTsvectors, parseTsvector, tsvectorText, type Lexicon, type Tsv } from '../search/tsvector.js';
 
 /**
  * The per-vCon ranking tsvector is one weight per source (subject A, party B, analysis C, dialog and

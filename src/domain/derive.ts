@@ -1,8 +1,8 @@
 // Pure extraction of the derived rows of a stored vCon (docs/architecture.md "Storage model"): what
-// lists, filters, discovery, tags, analytics and search read instead of scanning documents.
+// lists, filters, discovery, tags and analytics read instead of scanning documents. The search
+// units the indexer reads are extracted in src/search/units.ts.
 import type { JsonObject, VconKind } from './vcon.js';
 import { readDocumentDate } from './dates.js';
-import { decodeBase64Text, emailText, isEmailMediatype } from './email.js';
 
 export interface PartyRow {
   idx: number;
@@ -40,26 +40,6 @@ export interface TagRow {
   key: string;
   value: string;
 }
-export type UnitSource = 'subject' | 'party' | 'dialog' | 'analysis' | 'attachment';
-export interface SearchUnit {
-  source: UnitSource;
-  idx: number;
-  body: string;
-}
-
-/** Units in (source, idx) order: the order they are stored and joined in. */
-export const sortedUnits = (units: SearchUnit[]) => [...units].sort((a, b) => (a.source === b.source ? a.idx - b.idx : a.source < b.source ? -1 : 1));
-
-/** Sources in the order extractUnits gives them. */
-const EXTRACTED_FIRST: Record<UnitSource, number> = { subject: 0, party: 1, dialog: 2, analysis: 3, attachment: 4 };
-
-/** Units in the order extractUnits gives them (source as above, then idx), from any order (stored units come in sortedUnits'). */
-export const extractedOrder = (units: SearchUnit[]) =>
-  [...units].sort((a, b) => EXTRACTED_FIRST[a.source] - EXTRACTED_FIRST[b.source] || a.idx - b.idx);
-
-/** A vCon's units as search_units stores them (and the indexer signs): a JSON array of {source, idx, body} in (source, idx) order. */
-export const unitsJson = (units: SearchUnit[]) => JSON.stringify(sortedUnits(units).map((u) => ({ source: u.source, idx: u.idx, body: u.body })));
-
 export interface Derived {
   subject: string | null;
   created_at: Date;
@@ -73,17 +53,15 @@ export interface Derived {
   tags: TagRow[];
 }
 
-/** Longest text we index per unit; tsvector has a 1 MB limit and snippets need only the start. */
-export const MAX_UNIT_CHARS = 100_000;
-
 // PostgreSQL text can't hold NUL or lone surrogates. Validation refuses both (domain/text.ts); the
 // derived copies still drop NUL and turn lone surrogates into U+FFFD, for documents stored before.
-const noNul = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s).toWellFormed();
-const str = (v: unknown): string | null => (typeof v === 'string' ? noNul(v) : null);
+export const noNul = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s).toWellFormed();
+/** A string field as derived rows store it, else null. */
+export const textField = (v: unknown): string | null => (typeof v === 'string' ? noNul(v) : null);
 /** Classification values (types, purposes, vendors) are indexed: keep them short enough for a btree. */
 export const MAX_LABEL_CHARS = 200;
 const label = (v: unknown): string | null => {
-  const s = str(v);
+  const s = textField(v);
   if (s === null || s.length <= MAX_LABEL_CHARS) return s;
   // Cut between characters: half a surrogate pair is text PostgreSQL refuses (the whole write failed).
   const cut = s.slice(0, MAX_LABEL_CHARS);
@@ -102,9 +80,10 @@ export const MAX_TAG_VALUE_BYTES = 2000;
  * an object whose prototype was replaced (a "__proto__" member assigned somewhere) would answer
  * reads of fields it does not have from that prototype. A parsed document needs no copy.
  */
-const own = (o: JsonObject): JsonObject => (Object.getPrototypeOf(o) === Object.prototype ? o : { ...o });
-const arr = (v: unknown): JsonObject[] =>
-  Array.isArray(v) ? v.map((x) => (x && typeof x === 'object' && !Array.isArray(x) ? own(x as JsonObject) : {})) : [];
+export const ownFields = (o: JsonObject): JsonObject => (Object.getPrototypeOf(o) === Object.prototype ? o : { ...o });
+/** An array field's objects (anything else in it reads as an empty object). */
+export const objectsOf = (v: unknown): JsonObject[] =>
+  Array.isArray(v) ? v.map((x) => (x && typeof x === 'object' && !Array.isArray(x) ? ownFields(x as JsonObject) : {})) : [];
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const bodyBytes = (v: unknown): number | null =>
   v === undefined || v === null ? null : Buffer.byteLength(typeof v === 'string' ? v : JSON.stringify(v));
@@ -146,9 +125,9 @@ export function readTagsBody(body: unknown): TagRow[] {
 
 /** All tags of a vCon (later attachments and later entries win for a repeated key). */
 export function readTags(doc: JsonObject): TagRow[] {
-  doc = own(doc);
+  doc = ownFields(doc);
   const map = new Map<string, string>();
-  for (const a of arr(doc.attachments)) {
+  for (const a of objectsOf(doc.attachments)) {
     if (!isTagsAttachment(a)) continue;
     for (const t of readTagsBody(a.body)) map.set(t.key, t.value);
   }
@@ -163,140 +142,6 @@ function indexedTags(doc: JsonObject): TagRow[] {
       (t) =>
         t.key !== '' && t.key.length <= MAX_LABEL_CHARS && t.value.length <= MAX_TAG_VALUE_CHARS && Buffer.byteLength(t.value) <= MAX_TAG_VALUE_BYTES,
     );
-}
-
-/** Text parts of a MIME multipart body (text/plain preferred, then text/html stripped of tags). */
-export function stripMime(body: string, mediatype: string | null): string {
-  const boundary = /boundary="?([^";]+)"?/i.exec(mediatype ?? '')?.[1] ?? /^--([^\r\n]+)\r?\n/m.exec(body)?.[1];
-  if (!boundary) return body;
-  const parts = body.split(`--${boundary}`).slice(1);
-  const texts: string[] = [];
-  for (const part of parts) {
-    if (part.startsWith('--')) break;
-    const sep = part.search(/\r?\n\r?\n/);
-    const headers = sep >= 0 ? part.slice(0, sep) : '';
-    const content = sep >= 0 ? part.slice(sep).trim() : part.trim();
-    const ctype = /content-type:\s*([^;\r\n]+)/i.exec(headers)?.[1]?.toLowerCase() ?? 'text/plain';
-    if (/content-transfer-encoding:\s*base64/i.test(headers)) continue;
-    if (ctype.startsWith('multipart/')) texts.push(stripMime(content, headers));
-    else if (ctype === 'text/plain') texts.push(content);
-    else if (ctype === 'text/html') texts.push(content.replace(/<[^>]+>/g, ' '));
-  }
-  return texts.join('\n').trim();
-}
-
-/** Reduces a JSON transcript (string or parsed) to its text: `transcript`/`text` fields, segment texts. */
-export function jsonText(value: unknown, depth = 0): string {
-  if (depth > 6 || value === null || value === undefined) return '';
-  if (typeof value === 'string') return value;
-  if (Array.isArray(value))
-    return value
-      .map((v) => jsonText(v, depth + 1))
-      .filter(Boolean)
-      .join('\n');
-  if (typeof value === 'object') {
-    const o = value as JsonObject;
-    for (const key of ['transcript', 'text', 'summary', 'content', 'message']) {
-      if (typeof o[key] === 'string' && (o[key] as string).trim()) return o[key] as string;
-    }
-    for (const key of ['segments', 'utterances', 'results', 'channels', 'alternatives', 'paragraphs', 'sentences']) {
-      if (o[key] !== undefined) {
-        const t = jsonText(o[key], depth + 1);
-        if (t) return t;
-      }
-    }
-  }
-  return '';
-}
-
-/** Readable texts of bodies that take asynchronous decoding (emails), by `source/idx`. */
-export type DecodedBodies = ReadonlyMap<string, string>;
-
-const mediatypeOf = (o: JsonObject) => str(o.mediatype) ?? str(o.mimetype);
-const isBase64 = (encoding: unknown) => encoding === 'base64url' || encoding === 'base64';
-
-/**
- * Decodes what derivation can't do synchronously: the email bodies (message/rfc822, plain or
- * base64url) of dialogs, analyses and attachments. Call before extractUnits and pass the result.
- */
-export async function decodeBodies(doc: JsonObject): Promise<DecodedBodies> {
-  doc = own(doc);
-  const out = new Map<string, string>();
-  const lists: [UnitSource, JsonObject[]][] = [
-    ['dialog', arr(doc.dialog)],
-    ['analysis', arr(doc.analysis)],
-    ['attachment', arr(doc.attachments)],
-  ];
-  for (const [source, items] of lists) {
-    for (let i = 0; i < items.length; i++) {
-      const o = items[i];
-      if (typeof o.body !== 'string' || !isEmailMediatype(mediatypeOf(o))) continue;
-      if (source === 'dialog' && o.type !== 'text') continue;
-      out.set(`${source}/${i}`, await emailText(isBase64(o.encoding) ? decodeBase64Text(o.body) : o.body));
-    }
-  }
-  return out;
-}
-
-function textOfBody(body: unknown, encoding: unknown, mediatype: string | null): string {
-  if (isBase64(encoding)) {
-    // Encoded text is indexed as its decoded text; anything else (audio, images) never is.
-    const mt = (mediatype ?? '').toLowerCase();
-    const texty = mt.startsWith('text/') || mt.startsWith('multipart/') || mt.includes('json');
-    return texty && typeof body === 'string' ? textOfBody(decodeBase64Text(body), 'none', mediatype) : '';
-  }
-  if (typeof body !== 'string') return encoding === 'json' ? jsonText(body) : '';
-  if (encoding === 'json') {
-    try {
-      return jsonText(JSON.parse(body));
-    } catch {
-      return body;
-    }
-  }
-  const mt = (mediatype ?? '').toLowerCase();
-  if (mt && !mt.startsWith('text/') && !mt.startsWith('multipart/') && !mt.includes('json')) return '';
-  if (mt.startsWith('multipart/') || /^--\S+\r?\nContent-Type:/im.test(body)) return stripMime(body, mediatype);
-  if (mt.includes('json')) {
-    try {
-      return jsonText(JSON.parse(body));
-    } catch {
-      return body;
-    }
-  }
-  // A long unbroken run of base64 characters is a payload sent without encoding, not text.
-  if (body.length > 200 && /^[A-Za-z0-9+/=_-]+$/.test(body.slice(0, 4000))) return '';
-  return body;
-}
-
-const clip = (s: string) => noNul(s.length > MAX_UNIT_CHARS ? s.slice(0, MAX_UNIT_CHARS) : s).trim();
-
-/**
- * The searchable texts of a vCon, each with its source and index. Audio and binary payloads never
- * appear; emails appear as `decoded` holds them (decodeBodies), else not at all.
- */
-export function extractUnits(doc: JsonObject, decoded: DecodedBodies = new Map()): SearchUnit[] {
-  doc = own(doc);
-  const units: SearchUnit[] = [];
-  const push = (source: UnitSource, idx: number, text: string) => {
-    const body = clip(text);
-    if (body) units.push({ source, idx, body });
-  };
-  if (typeof doc.subject === 'string') push('subject', 0, doc.subject);
-  arr(doc.parties).forEach((p, i) => push('party', i, [str(p.name), str(p.mailto), str(p.tel)].filter(Boolean).join(' ')));
-  const text = (source: UnitSource, i: number, o: JsonObject) =>
-    isEmailMediatype(mediatypeOf(o)) ? (decoded.get(`${source}/${i}`) ?? '') : textOfBody(o.body, o.encoding, mediatypeOf(o));
-  arr(doc.dialog).forEach((d, i) => {
-    if (d.type !== 'text') return;
-    push('dialog', i, text('dialog', i, d));
-  });
-  // An analysis object or array body is JSON whatever its encoding says, as validation reads it
-  // (lenient groups store producers' transcript objects sent with encoding "none").
-  arr(doc.analysis).forEach((a, i) => push('analysis', i, typeof a.body === 'object' && a.body !== null ? jsonText(a.body) : text('analysis', i, a)));
-  arr(doc.attachments).forEach((a, i) => {
-    if (isTagsAttachment(a)) return;
-    push('attachment', i, text('attachment', i, a));
-  });
-  return units;
 }
 
 function dialogFacts(dialogs: JsonObject[]): DialogFacts {
@@ -329,17 +174,23 @@ export function deriveRows(doc: JsonObject, kind: VconKind, fallbackCreatedAt: D
       tags: [],
     };
   }
-  doc = own(doc);
-  const parties = arr(doc.parties);
-  const dialogs = arr(doc.dialog);
-  const analyses = arr(doc.analysis);
-  const attachments = arr(doc.attachments);
+  doc = ownFields(doc);
+  const parties = objectsOf(doc.parties);
+  const dialogs = objectsOf(doc.dialog);
+  const analyses = objectsOf(doc.analysis);
+  const attachments = objectsOf(doc.attachments);
   return {
-    subject: str(doc.subject),
+    subject: textField(doc.subject),
     created_at: date(doc.created_at) ?? fallbackCreatedAt,
     updated_at: date(doc.updated_at),
     counts: { parties: parties.length, dialog: dialogs.length, analysis: analyses.length, attachments: attachments.length },
-    parties: parties.map((p, idx) => ({ idx, name: str(p.name), tel: str(p.tel), mailto: str(p.mailto), party_uuid: str(p.uuid) })),
+    parties: parties.map((p, idx) => ({
+      idx,
+      name: textField(p.name),
+      tel: textField(p.tel),
+      mailto: textField(p.mailto),
+      party_uuid: textField(p.uuid),
+    })),
     dialogs: dialogs.length === 0 ? null : dialogFacts(dialogs),
     analyses: analyses.map((a, idx) => ({
       idx,

@@ -10,7 +10,7 @@
 // up to float32 rounding (tests/unit/embed-equivalence.test.ts keeps a reference copy of it).
 // Stored vectors stay valid.
 import { FNV_OFFSET, fnvFinish, fnvUpdate, hash32, isContentToken, scanSpans, stem } from './text.js';
-import { spanHash, spanSlot } from '../domain/span-table.js';
+import { spanHash, spanSlot } from '../search/span-table.js';
 
 const WORD_W = 1;
 const BIGRAM_W = 0.6;

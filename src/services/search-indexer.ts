@@ -6,7 +6,7 @@
 // ask to wait (wait_for=search). reembedMissing re-embeds after a provider change.
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeBodies, extractedOrder, extractUnits, unitsJson, type SearchUnit } from '../domain/derive.js';
+import { decodeBodies, extractedOrder, extractUnits, unitsJson, type SearchUnit } from '../search/units.js';
 import type { SearchIndexRepo, VconRows, VconVectors } from '../db/search-index-repo.js';
 import type { ClaimFilter, IndexQueueRepo } from '../db/index-queue-repo.js';
 import type { EmbeddingProvider } from '../embeddings/types.js';

@@ -2,8 +2,8 @@
 // text or email body) is found by keyword, semantic and hybrid search, over REST and MCP, and
 // snippets show decoded text.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { decodeBodies, extractUnits } from '../../src/domain/derive.js';
-import { emailText, MAX_EMAIL_PARTS } from '../../src/domain/email.js';
+import { decodeBodies, extractUnits } from '../../src/search/units.js';
+import { emailText, MAX_EMAIL_PARTS } from '../../src/search/email.js';
 import { startTestServer, KEY, type TestServer } from '../helpers/server.js';
 import { connectHttp, type HttpSession } from '../mcp/helpers.js';
 import { buildVcon } from './builders.js';

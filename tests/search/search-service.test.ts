@@ -16,7 +16,7 @@ import { bytesToVector, signCodeBytes } from '../../src/embeddings/code.js';
 import { createSearchService } from '../../src/services/search-service.js';
 import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
 import { buildVcon } from './builders.js';
-import { decodeBodies, extractUnits } from '../../src/domain/derive.js';
+import { decodeBodies, extractUnits } from '../../src/search/units.js';
 import { legacyUnitsSig } from '../../src/services/search-indexer.js';
 import type { JsonObject } from '../../src/domain/vcon.js';
 import { waitFor } from '../helpers/poll.js';

@@ -1,4 +1,4 @@
-// The ranking tsvector made in the indexer (src/domain/tsvector.ts) must be the one PostgreSQL's
+// The ranking tsvector made in the indexer (src/search/tsvector.ts) must be the one PostgreSQL's
 // to_tsvector makes, by = and byte for byte (tsvectorsend): for every text the fast path accepts,
 // random ones built to hit the parser's special cases (hyphens, dots, colons, numbers next to words,
 // URLs, addresses, non-ASCII), random e-mail addresses and phone numbers, and real ones (party texts
@@ -21,12 +21,12 @@ import {
   positionsOf,
   tsvectorText,
   type Tsv,
-} from '../../src/domain/tsvector.js';
+} from '../../src/search/tsvector.js';
 import { createSearchIndexRepo, unitRows } from '../../src/db/search-index-repo.js';
 import { recordStages, type StageTotals } from '../../src/stages.js';
 import { copyBinary } from '../../src/db/copy-binary.js';
 import { classifyVcon, type JsonObject } from '../../src/domain/vcon.js';
-import { decodeBodies, extractUnits, type SearchUnit } from '../../src/domain/derive.js';
+import { decodeBodies, extractUnits, type SearchUnit } from '../../src/search/units.js';
 import { generateVcon } from '../../scripts/bench/corpus.js';
 import { createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
 import { buildVcon } from './builders.js';

@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config.js';
 import { readDocumentDate } from '../../src/domain/dates.js';
-import { deriveRows, extractUnits } from '../../src/domain/derive.js';
+import { deriveRows } from '../../src/domain/derive.js';
+import { extractUnits } from '../../src/search/units.js';
 import { ValidationError } from '../../src/domain/errors.js';
 import { classifyVcon, validateItem, VALIDATION_MODES, type ValidationMode } from '../../src/domain/vcon.js';
 import { BROKEN, loadFixtures, TOLERATED } from '../helpers/fixtures.js';
