@@ -75,77 +75,67 @@ const dialogArrays = (f: DialogFacts) => ({
   body_bytes: arrayLiteral(f.body_bytes),
 });
 
-/** A padding row of vconRows (all eleven columns null), skipped by its `where`. */
-const EMPTY_ROW: null[] = Array(11).fill(null);
-
 export function createVconRepo(db: Db) {
   /**
-   * The documents and their columns as rows of parameters, each document's JSON text its own
-   * parameter: PostgreSQL reads each text once (json input; the stored json keeps it exactly, key
-   * order included, docs/api.md). One JSON parameter holding every row made PostgreSQL parse all the
-   * documents twice (json input, then json_to_recordset), a json[] parameter would escape every
-   * quote of every document into an array literal. The parameters arrive as text and are cast here.
-   * The rows are padded with empty ones to a power of two: the statement's text depends on its row
-   * count, and postgres.js keeps a prepared statement per text on every connection (a statement
-   * per batch size, 1 to 100, held ~13 MB per connection; eight sizes hold a twelfth of that).
+   * The vcons columns and the select of their rows, for an insert into vcons: one array per column,
+   * read back by unnest, so the statement's text is the same for any number of rows and
+   * postgres.js prepares one statement per connection whatever the batch sizes (a VALUES list's
+   * text grows with its rows, and postgres.js keeps a prepared statement per text). The documents
+   * go as one JSON array split by json_array_elements, which hands each element on as its own text:
+   * the stored json is the document's JSON.stringify exactly, key order included. (As a text[]
+   * instead, every quote of every document was escaped into the array literal by postgres.js.)
    */
-  const vconRows = (items: StoredVcon[]) => {
-    const rows = items.map((i) => [
-      i.uuid,
-      JSON.stringify(i.doc),
-      i.kind,
-      i.derived.subject,
-      i.derived.created_at.toISOString(),
-      i.derived.updated_at?.toISOString() ?? null,
-      i.derived.counts.parties,
-      i.derived.counts.dialog,
-      i.derived.counts.analysis,
-      i.derived.counts.attachments,
-      tagsSig(i.derived.tags),
-    ]);
-    const padded = 2 ** Math.ceil(Math.log2(rows.length));
-    while (rows.length < padded) rows.push(EMPTY_ROW);
-    return db`
-      select u.uuid::uuid, u.doc::json, u.kind, u.subject, u.created_at::timestamptz, u.updated_at::timestamptz,
-             u.pc::int, u.dc::int, u.ac::int, u.tc::int, u.sig,
+  const vconInsert = (items: StoredVcon[]) => {
+    const col = <T>(pick: (i: StoredVcon) => T) => items.map(pick) as never;
+    const d = (pick: (d: Derived) => unknown) => col((i) => pick(i.derived));
+    return db`(uuid, doc, kind, subject, created_at, updated_at,
+        parties_count, dialog_count, analysis_count, attachments_count, tags_sig, tags_updated_at)
+      select u.uuid, u.doc, u.kind, u.subject, u.created_at, u.updated_at, u.pc, u.dc, u.ac, u.tc, u.sig,
              case when u.sig is null then null else now() end
-      from (values ${db(rows as never)}) as u(uuid, doc, kind, subject, created_at, updated_at, pc, dc, ac, tc, sig)
-      where u.uuid is not null`;
+      from rows from (
+        unnest(${col((i) => i.uuid)}::uuid[], ${col((i) => i.kind)}::text[],
+               ${d((x) => x.subject)}::text[], ${d((x) => x.created_at.toISOString())}::timestamptz[],
+               ${d((x) => x.updated_at?.toISOString() ?? null)}::timestamptz[], ${d((x) => x.counts.parties)}::int[],
+               ${d((x) => x.counts.dialog)}::int[], ${d((x) => x.counts.analysis)}::int[], ${d((x) => x.counts.attachments)}::int[],
+               ${d((x) => tagsSig(x.tags))}::text[]),
+        json_array_elements(${col((i) => i.doc)}::json))
+        as u(uuid, kind, subject, created_at, updated_at, pc, dc, ac, tc, sig, doc)`;
   };
-  const vconColumns = () => db`uuid, doc, kind, subject, created_at, updated_at,
-    parties_count, dialog_count, analysis_count, attachments_count, tags_sig, tags_updated_at`;
 
   /**
    * Every derived table's new rows, as CTEs of one statement (each table's rows one JSON
-   * parameter: far cheaper to bind than thousands of scalar parameters). `only` keeps the rows of
-   * the vCons a CTE named there inserted.
+   * parameter, each row tagged with its vCon's uuid: far cheaper to bind than thousands of scalar
+   * parameters). Only the rows of the vCons in CTE `v` go in.
    */
-  const derivedCtes = (items: StoredVcon[], only?: 'v') => {
+  const derivedInserts = (items: StoredVcon[]) => {
     const rows = <T extends object>(pick: (d: Derived) => T[]) =>
       items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))) as never;
     // One row per vCon with dialogs: its facts as arrays (0001_schema.sql), sent as array literals.
     const dialogs = items.flatMap(({ uuid, derived: { dialogs: f } }) => (f ? [{ vcon_uuid: uuid, ...dialogArrays(f) }] : []));
-    const guard = only ? db`where x.vcon_uuid in (select uuid from v)` : db``;
     return db`
       p as (
         insert into vcon_parties (vcon_uuid, idx, name, tel, mailto, party_uuid)
-        select * from json_to_recordset(${rows((d) => d.parties)}::json)
-          as x(vcon_uuid uuid, idx int, name text, tel text, mailto text, party_uuid text) ${guard}),
+        select x.* from json_to_recordset(${rows((d) => d.parties)}::json)
+          as x(vcon_uuid uuid, idx int, name text, tel text, mailto text, party_uuid text) where x.vcon_uuid in (select uuid from v)),
       d as (
         insert into vcon_dialogs (vcon_uuid, types, durations, mediatypes, encodings, body_bytes)
-        select * from json_to_recordset(${dialogs as never}::json)
-          as x(vcon_uuid uuid, types text[], durations double precision[], mediatypes text[], encodings text[], body_bytes int[]) ${guard}),
+        select x.* from json_to_recordset(${dialogs as never}::json)
+          as x(vcon_uuid uuid, types text[], durations double precision[], mediatypes text[], encodings text[], body_bytes int[])
+          where x.vcon_uuid in (select uuid from v)),
       a as (
         insert into vcon_analyses (vcon_uuid, idx, type, vendor, product, schema, encoding, body_bytes)
-        select * from json_to_recordset(${rows((d) => d.analyses)}::json)
-          as x(vcon_uuid uuid, idx int, type text, vendor text, product text, schema text, encoding text, body_bytes int) ${guard}),
+        select x.* from json_to_recordset(${rows((d) => d.analyses)}::json)
+          as x(vcon_uuid uuid, idx int, type text, vendor text, product text, schema text, encoding text, body_bytes int)
+          where x.vcon_uuid in (select uuid from v)),
       t as (
         insert into vcon_attachments (vcon_uuid, idx, purpose, type, encoding, mediatype, body_bytes)
-        select * from json_to_recordset(${rows((d) => d.attachments)}::json)
-          as x(vcon_uuid uuid, idx int, purpose text, type text, encoding text, mediatype text, body_bytes int) ${guard}),
+        select x.* from json_to_recordset(${rows((d) => d.attachments)}::json)
+          as x(vcon_uuid uuid, idx int, purpose text, type text, encoding text, mediatype text, body_bytes int)
+          where x.vcon_uuid in (select uuid from v)),
       g as (
         insert into vcon_tags (vcon_uuid, key, value)
-        select * from json_to_recordset(${rows((d) => d.tags)}::json) as x(vcon_uuid uuid, key text, value text) ${guard})`;
+        select x.* from json_to_recordset(${rows((d) => d.tags)}::json) as x(vcon_uuid uuid, key text, value text)
+          where x.vcon_uuid in (select uuid from v))`;
   };
 
   /**
@@ -169,62 +159,14 @@ export function createVconRepo(db: Db) {
     await stage(
       'sql: insert derived rows',
       () => db`
-      with ${derivedCtes(items)}
+      with v as (select unnest(${items.map((i) => i.uuid)}::uuid[]) as uuid),
+      ${derivedInserts(items)}
       insert into index_queue (vcon_uuid)
-      select u from unnest(${items.map((i) => i.uuid)}::uuid[]) as u
+      select uuid from v
       on conflict (vcon_uuid) do update
         set seq = nextval('index_queue_seq'), enqueued_at = clock_timestamp(), attempts = 0, last_error = null, retry_at = null`,
     );
   }
-
-  /**
-   * insertNew of one vCon (every single create): the same rows as the batch statement, written by
-   * a statement of plain parameters. The batch statement's fragments (padded VALUES rows, five
-   * guarded CTEs, each row tagged with its vcon_uuid) cost postgres.js ~60 µs of CPU per create to
-   * assemble into its text (a regex search of the text so far per VALUES helper, a Query object per
-   * fragment); here the derived rows are the deriver's own objects, their vcon_uuid the inserted
-   * uuid, so a conflict (v empty) inserts none of them. The document and the JSON row parameters
-   * are the values postgres.js serialises with JSON.stringify (PostgreSQL types them json), as the
-   * batch statement's are.
-   */
-  const insertOne = (i: StoredVcon, keyId: string | null) => {
-    const d = i.derived;
-    const f = d.dialogs;
-    const sig = tagsSig(d.tags);
-    const dialogs = f ? [dialogArrays(f)] : [];
-    return db<{ uuid: string }[]>`
-      with v as (
-        insert into vcons (uuid, doc, kind, subject, created_at, updated_at,
-          parties_count, dialog_count, analysis_count, attachments_count, tags_sig, tags_updated_at)
-        values (${i.uuid}::uuid, ${i.doc as never}::json, ${i.kind}::text, ${d.subject}::text,
-          ${d.created_at.toISOString()}::timestamptz, ${d.updated_at?.toISOString() ?? null}::timestamptz,
-          ${d.counts.parties}::int, ${d.counts.dialog}::int, ${d.counts.analysis}::int, ${d.counts.attachments}::int,
-          ${sig}::text, case when ${sig}::text is null then null else now() end)
-        on conflict (uuid) do nothing
-        returning uuid),
-      p as (
-        insert into vcon_parties (vcon_uuid, idx, name, tel, mailto, party_uuid)
-        select v.uuid, x.* from v, json_to_recordset(${d.parties as never}::json)
-          as x(idx int, name text, tel text, mailto text, party_uuid text)),
-      d as (
-        insert into vcon_dialogs (vcon_uuid, types, durations, mediatypes, encodings, body_bytes)
-        select v.uuid, x.* from v, json_to_recordset(${dialogs as never}::json)
-          as x(types text[], durations double precision[], mediatypes text[], encodings text[], body_bytes int[])),
-      a as (
-        insert into vcon_analyses (vcon_uuid, idx, type, vendor, product, schema, encoding, body_bytes)
-        select v.uuid, x.* from v, json_to_recordset(${d.analyses as never}::json)
-          as x(idx int, type text, vendor text, product text, schema text, encoding text, body_bytes int)),
-      t as (
-        insert into vcon_attachments (vcon_uuid, idx, purpose, type, encoding, mediatype, body_bytes)
-        select v.uuid, x.* from v, json_to_recordset(${d.attachments as never}::json)
-          as x(idx int, purpose text, type text, encoding text, mediatype text, body_bytes int)),
-      g as (
-        insert into vcon_tags (vcon_uuid, key, value)
-        select v.uuid, x.* from v, json_to_recordset(${d.tags as never}::json) as x(key text, value text)),
-      q as (insert into index_queue (vcon_uuid) select uuid from v),
-      c as (insert into change_log (uuid, kind, key_id) select uuid, 'created', ${keyId}::text from v)
-      select uuid::text from v`;
-  };
 
   return {
     /**
@@ -235,15 +177,14 @@ export function createVconRepo(db: Db) {
      */
     async insertNew(items: StoredVcon[], keyId: string | null): Promise<Set<string>> {
       if (items.length === 0) return new Set();
-      const rows = await stage('sql: insert new vcon (one statement)', () =>
-        items.length === 1
-          ? insertOne(items[0], keyId)
-          : db<{ uuid: string }[]>`
+      const rows = await stage(
+        'sql: insert new vcon (one statement)',
+        () => db<{ uuid: string }[]>`
         with v as (
-          insert into vcons (${vconColumns()}) ${vconRows(items)}
+          insert into vcons ${vconInsert(items)}
           on conflict (uuid) do nothing
           returning uuid),
-        ${derivedCtes(items, 'v')},
+        ${derivedInserts(items)},
         q as (insert into index_queue (vcon_uuid) select uuid from v),
         c as (insert into change_log (uuid, kind, key_id) select uuid, 'created', ${keyId}::text from v)
         select uuid::text from v`,
@@ -262,7 +203,7 @@ export function createVconRepo(db: Db) {
         'sql: upsert vcons',
         () => db<{ uuid: string; created: boolean }[]>`
         with u as (
-        insert into vcons as v (${vconColumns()}) ${vconRows(items)}
+        insert into vcons as v ${vconInsert(items)}
         on conflict (uuid) do update set
           doc = excluded.doc, kind = excluded.kind, subject = excluded.subject,
           created_at = excluded.created_at, updated_at = excluded.updated_at,

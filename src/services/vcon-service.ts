@@ -53,10 +53,7 @@ export interface WriteOptions {
 
 export type SubResource = 'dialog' | 'analysis' | 'attachments';
 
-/**
- * vCons per insert statement of a batch: a power of two, so a full chunk has no padding rows and a
- * batch's statements are among a handful of texts (vcon-repo pads to a power of two).
- */
+/** vCons per insert statement of a batch: bounds one statement's parameters and PostgreSQL's work per round trip. */
 export const INSERT_CHUNK = 32;
 
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
