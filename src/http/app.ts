@@ -15,12 +15,9 @@ import { createBodyGate } from '../transport/in-flight.js';
 import { createAdmissionGate } from './admission.js';
 import { createFastGet, type FastGet } from './fast-get.js';
 import { createFastCreate } from './fast-create.js';
-import { registerInfraRoutes } from './routes/infra.js';
-import { registerVconRoutes } from './routes/vcons.js';
-import { registerTagRoutes } from './routes/tags.js';
-import { registerSearchRoutes } from './routes/search.js';
-import { registerDatabaseRoutes } from './routes/database.js';
-import { registerChangeRoutes, registerChangeStreamRoute } from './routes/changes.js';
+import { registerRoutes } from './routes.js';
+import { buildOpenApiDocument } from './openapi.js';
+import type { OpEnv } from '../transport/operations.js';
 
 export interface AppDeps {
   config: Config;
@@ -91,19 +88,23 @@ export function buildApp(deps: AppDeps): Express {
 
   const base = config.rest.basePath;
   const api: Router = express.Router({ strict: false });
+  let openapi: string | undefined;
+  const env: OpEnv = {
+    services,
+    buildInfo,
+    basePath: config.rest.basePath,
+    openapi: () => (openapi ??= JSON.stringify(buildOpenApiDocument(config, { version: buildInfo.version }))),
+  };
+  const restEnabled = config.rest.enabled;
   api.use(createCors(config, REST_CORS));
-  registerInfraRoutes(api, { config, services, buildInfo });
-  if (config.rest.enabled) {
+  registerRoutes(api, 'open', env, { restEnabled });
+  if (restEnabled) {
     api.use(createAuth(config, log));
     api.use(createBodyGate(config.rest.bodyLimit, services.bodies));
     api.use(createBodyParser(config));
-    registerChangeStreamRoute(api, services);
+    registerRoutes(api, 'ungated', env, { restEnabled });
     api.use(createAdmissionGate(services.admission));
-    registerVconRoutes(api, services);
-    registerTagRoutes(api, services);
-    registerSearchRoutes(api, services);
-    registerDatabaseRoutes(api, services);
-    registerChangeRoutes(api, services);
+    registerRoutes(api, 'gated', env, { restEnabled });
   }
   app.use(base || '/', api);
 
