@@ -1,5 +1,6 @@
 // Typed errors thrown by services and mapped once per transport (one mapping in transport/errors.ts, wrapped by http/error-handler.ts and mcp/result.ts).
 // Codes are the machine-readable `error` values of docs/api.md.
+import { z } from 'zod';
 
 export interface ErrorDetail {
   path: string;
@@ -70,7 +71,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out || '(root)';
 }
 
-/** What `issueDetails` reads of a zod issue (structurally, so this module needs no zod). */
+/** What `issueDetails` reads of a zod issue. */
 interface Issue {
   code: string;
   path: readonly PropertyKey[];
@@ -92,13 +93,12 @@ export function issueDetails(issues: readonly Issue[], prefix: readonly Property
     } else if (issue.code === 'invalid_key' && issue.issues?.length) {
       out.push({ path: formatPath(at), message: issue.issues[0].message });
     } else {
-      out.push({ path: formatPath(at), message: plainMessage(issue.message) });
+      out.push({ path: formatPath(at), message: issue.message });
     }
   }
   return out;
 }
 
-const DEFAULT_TYPE_MESSAGE = /^Invalid input: expected (\w+), received (\w+)$/;
 const article = (t: string) => (t === 'null' || t === 'undefined' ? t : `${/^[aeiou]/.test(t) ? 'an' : 'a'} ${t}`);
 
 /** What a value is, in the words of a message ("a number", "an object", "an array", "null"). */
@@ -110,12 +110,16 @@ export const stringError =
   (i: { input: unknown }): string =>
     i.input === undefined ? required : `${wrongType}, not ${kindOf(i.input)}`;
 
-/** zod's default wrong-type message in the words of the others ("must be a string, not a number"). */
-function plainMessage(message: string): string {
-  const m = DEFAULT_TYPE_MESSAGE.exec(message);
-  if (!m) return message;
-  return m[2] === 'undefined' ? 'is required' : `must be ${article(m[1])}, not ${article(m[2])}`;
+/**
+ * zod's message for a value of the wrong type, where a schema says nothing of its own, in the words
+ * of the others ("must be a string, not a number"; "is required" when absent). Through zod's own
+ * error customisation: a schema's or check's `error` still wins over it.
+ */
+export function wrongTypeMessage(issue: z.core.$ZodRawIssue): string | undefined {
+  if (issue.code !== 'invalid_type') return undefined;
+  return issue.input === undefined ? 'is required' : `must be ${article(issue.expected)}, not ${kindOf(issue.input)}`;
 }
+z.config({ customError: wrongTypeMessage });
 
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',

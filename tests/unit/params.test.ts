@@ -188,6 +188,17 @@ describe('the one mapping of zod issues', () => {
     expect(() => params.parseUuid('nope')).toThrow(expect.objectContaining({ message: expect.stringContaining('got "nope"') }));
   });
 
+  it("words zod's wrong-type issues through zod's error API, a schema's own message first", () => {
+    // The message is zod's issue message itself, set by z.config({ customError }) in domain/errors.ts.
+    expect(z.string().safeParse(5).error?.issues[0].message).toBe('must be a string, not a number');
+    expect(z.object({ a: z.number() }).safeParse({}).error?.issues[0].message).toBe('is required');
+    expect(z.array(z.string()).safeParse({}).error?.issues[0].message).toBe('must be an array, not an object');
+    expect(z.string({ error: 'own words' }).safeParse(null).error?.issues[0].message).toBe('own words');
+    expect(() => params.parseBody(params.TagPut, { value: [] })).toThrow(
+      expect.objectContaining({ details: [{ path: 'value', message: 'must be a string, number or boolean' }] }),
+    );
+  });
+
   it('answers bodies with validation_failed naming each unknown field', () => {
     expect(() => params.parseBody(params.AnalyzeBody, { query: 'select 1', explain: true, x: 1 })).toThrow(
       expect.objectContaining({
