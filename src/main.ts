@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // vcon-server: one group's instance. Composition root: config → logger → sql → migrate → services
 // → express app (REST + MCP over HTTP) or MCP over stdio.
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { realpathSync } from 'node:fs';
@@ -37,7 +37,7 @@ import { createChangeRepo } from './db/change-repo.js';
 import type { Services } from './services/index.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import { createSearch } from './search.js';
-import { buildApp, createAppServer } from './http/app.js';
+import { buildApp } from './http/app.js';
 import { createSendTimeout } from './http/send-timeout.js';
 import express, { type Express, type RequestHandler } from 'express';
 import type { McpHttp, McpHttpOptions } from './mcp/http.js';
@@ -286,7 +286,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     const mcp = lazyMcpHttp({ config, log, services, buildInfo, production: config.production, basePath: config.rest.basePath });
     const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });
     const server = await new Promise<Server>((resolve, reject) => {
-      const s = createAppServer(app).listen(config.mcp.port, config.mcp.host, () => resolve(s));
+      const s = createServer(app).listen(config.mcp.port, config.mcp.host, () => resolve(s));
       s.once('error', reject);
     });
     // The keep-alive race: a server that closes an idle connection just as the client sends its

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, IncomingMessage, ServerResponse, type Server } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -13,8 +13,6 @@ import { sendError } from '../transport/errors.js';
 import { createBodyParser } from './body.js';
 import { createBodyGate } from '../transport/in-flight.js';
 import { createAdmissionGate } from './admission.js';
-import { createFastGet, type FastGet } from './fast-get.js';
-import { createFastCreate } from './fast-create.js';
 import { registerRoutes } from './routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import type { OpEnv } from '../transport/operations.js';
@@ -62,16 +60,10 @@ export function buildApp(deps: AppDeps): Express {
 
   const health = `${config.rest.basePath}/health`;
   const { version, gitCommit, buildTime } = buildInfo;
-  /** Requests the fast path took and failed: their id, headers and log line are set already. */
-  const fastFailed = new WeakMap<IncomingMessage, unknown>();
   // One middleware for the request id, the build headers and the access log line. The line is
   // written by the root logger when the response ends: no child logger per request (pino-http
   // built one for every request, whether or not anything logged through it).
   app.use((req, res, next) => {
-    if (fastFailed.has(req)) {
-      next(fastFailed.get(req) ?? new Error('the fast read failed'));
-      return;
-    }
     const id = requestId(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', id);
     res.setHeader('X-Version', version);
@@ -117,55 +109,5 @@ export function buildApp(deps: AppDeps): Express {
   }) as RequestHandler);
   app.use(createErrorHandler({ production: config.production, log }));
 
-  // The hot read and the hot create are answered before express when they can be (fast-get.ts,
-  // fast-create.ts): express's handle (the router, its middlewares) cost more CPU than the rest of
-  // a read's answer. Everything else, and the errors of the requests they took, are express's.
-  // Made at the first request: building the app only registers routes (the OpenAPI test builds it
-  // without services).
-  let fast: FastGet[] | undefined;
-  // express's own entry point (the app function calls app.handle), which its types don't name.
-  const inner = app as unknown as { handle: (req: IncomingMessage, res: ServerResponse, next?: unknown) => void };
-  const handle = inner.handle.bind(app);
-  inner.handle = (req, res, next) => {
-    if (!fast) {
-      const fastDeps = {
-        config,
-        services,
-        buildInfo,
-        requestId,
-        logRequest: (r: ServerResponse, method: string, url: string, id: string, start: number) => logRequest(log, r, method, url, id, start),
-      };
-      fast = [createFastGet(fastDeps), createFastCreate(fastDeps)].filter((f) => f !== undefined);
-    }
-    const fail = (err: unknown) => {
-      fastFailed.set(req, err);
-      handle(req, res, next);
-    };
-    if (!fast.some((f) => f(req, res, fail))) handle(req, res, next);
-  };
   return app;
-}
-
-/** Makes `target` a copy of `source`: the same prototype, the same own properties. */
-function adopt(target: object, source: object): void {
-  Object.setPrototypeOf(target, Object.getPrototypeOf(source) as object);
-  for (const key of Reflect.ownKeys(source)) Object.defineProperty(target, key, Object.getOwnPropertyDescriptor(source, key)!);
-}
-
-/**
- * The node:http server of an app, whose requests and responses are born with express's request
- * and response prototypes. express's handle gives every req and res its prototypes with
- * Object.setPrototypeOf, which cost ~40 µs of CPU per request (V8 changes the object's shape, and
- * node's http code then runs on objects of an unexpected shape); with the prototypes already in
- * place the swap changes nothing.
- */
-export function createAppServer(app: Express): Server {
-  const protos = app as unknown as { request: object; response: object };
-  class AppRequest extends IncomingMessage {}
-  class AppResponse extends ServerResponse {}
-  adopt(AppRequest.prototype, protos.request);
-  adopt(AppResponse.prototype, protos.response);
-  protos.request = AppRequest.prototype;
-  protos.response = AppResponse.prototype;
-  return createServer({ IncomingMessage: AppRequest, ServerResponse: AppResponse }, app);
 }

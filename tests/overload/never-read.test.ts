@@ -1,5 +1,5 @@
 // A client that asks for a large answer and never reads it holds nothing of the group's: the pool
-// turn goes back when the answer starts (every route and the fast paths alike), and an answer the
+// turn goes back when the answer starts (every route alike), and an answer the
 // client does not take within SEND_TIMEOUT_MS has its connection closed.
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,7 +74,7 @@ describe('a client that never reads its answer', () => {
 
   it('gives the pool turn back once its answer has started: other requests of the group succeed', async () => {
     expect(s.instance.services.admission.stats().size).toBe(1);
-    // Express's route (format=full) and the fast path (plain GET), two stalled clients each.
+    // The stored text (plain GET) and the route with a query string, two stalled clients each.
     for (const path of [`/vcons/${uuid}?format=full`, `/vcons/${uuid}?format=full`, `/vcons/${uuid}`, `/vcons/${uuid}`]) {
       stalled.push(await askAndStall(s, path));
     }

@@ -61,7 +61,7 @@ async function expectOrdinaryMember(uuid: string) {
 }
 
 describe('a "__proto__" member is an ordinary field', () => {
-  it('REST create (the fast path and the express path) stores it and derives nothing from it', async () => {
+  it('REST create (with and without wait_for) stores it and derives nothing from it', async () => {
     const fast = await s.api('/vcons', { method: 'POST', body: hostileText(uuidOf(1)), headers: json });
     expect(fast.status, JSON.stringify(fast.body)).toBe(201);
     const slow = await s.api('/vcons?wait_for=search', { method: 'POST', body: hostileText(uuidOf(2)), headers: json });
