@@ -46,7 +46,7 @@ function toolOf(o: Operation, t: ToolSpec): ToolDef {
   if (body && t.bodyArg) input[t.bodyArg.name] = body;
   else if (body) Object.assign(input, (body as z.ZodObject).shape);
   for (const name of query) input[name] = queryShape[name] as z.ZodType;
-  const pathSchema = path.length ? z.object(Object.fromEntries(path.map((n) => [n, PATH_PARAMS[n]]))) : undefined;
+  const pathSchema = t.bodyArg && path.length ? z.object(Object.fromEntries(path.map((n) => [n, PATH_PARAMS[n]]))) : undefined;
   const pick = (args: Args, names: readonly string[]) => Object.fromEntries(names.filter((n) => n in args).map((n) => [n, args[n]]));
   return {
     name: t.name,
@@ -57,7 +57,7 @@ function toolOf(o: Operation, t: ToolSpec): ToolDef {
     annotations: t.annotations,
     operations: o.operations,
     run: async (args, ctx, env) => {
-      // As over REST, where a bad path is refused before the body is looked at.
+      // A bad path parameter is named before a missing document, as the route refuses it first.
       if (pathSchema) parseParams(pathSchema, args);
       const input: OpInput = {
         path: pick(args, path),
