@@ -7,8 +7,8 @@ import type { RequestCtx, Scope } from '../services/context.js';
 import type { BuildInfo } from '../version.js';
 import { z } from 'zod';
 import { ForbiddenError } from '../domain/errors.js';
-import { validate } from '../domain/vcon.js';
-import { advertisedSchema, TOOLS, type ToolDef, type ToolEnv } from './tools.js';
+import { validate, type ValidationMode } from '../domain/vcon.js';
+import { advertisedSchema, inputOf, TOOLS, type ToolDef, type ToolEnv } from './tools.js';
 import { registerResources } from './resources.js';
 import { toToolError, toToolResult, type ResultOptions } from './result.js';
 
@@ -19,6 +19,8 @@ export interface McpServerDeps {
   production: boolean;
   /** REST base path, reported by get_version. */
   basePath: string;
+  /** The group's VCON_VALIDATION: the document arguments advertise its schemas. */
+  validation: ValidationMode;
 }
 
 export interface SessionIdentity {
@@ -60,7 +62,7 @@ export function buildMcpServer(deps: McpServerDeps, who: SessionIdentity): McpSe
       {
         title: tool.title,
         description: tool.description,
-        inputSchema: advertisedSchema(tool.input),
+        inputSchema: advertisedSchema(inputOf(tool, deps.validation)),
         annotations: { title: tool.title, ...tool.annotations },
       },
       async (args: Record<string, unknown>, extra) => {

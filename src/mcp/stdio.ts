@@ -10,7 +10,7 @@ export async function serveStdio(instance: Instance): Promise<void> {
   const { config, log, services } = instance;
   const scope = config.mcp.readOnly ? 'read' : 'write';
   const server = buildMcpServer(
-    { services, buildInfo: getBuildInfo(), log, production: config.production, basePath: config.rest.basePath },
+    { services, buildInfo: getBuildInfo(), log, production: config.production, basePath: config.rest.basePath, validation: config.validation },
     { scope, keyId: null, session: 'stdio' },
   );
   // A vCon with recordings inline can be large: accept what REST accepts.

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ValidationError } from '../domain/errors.js';
 import { parseParams } from '../domain/params.js';
+import { EncryptedVcon, SignedVcon, vconSchemas, type ValidationMode } from '../domain/vcon.js';
 import type { RequestCtx } from '../services/context.js';
 import { OPERATIONS, PATH_PARAMS, SCHEMAS, type OpEnv, type OpInput, type Operation, type ToolSpec } from '../transport/operations.js';
 import { portableJsonSchema } from './portable-schema.js';
@@ -26,8 +27,20 @@ export interface ToolDef {
   annotations: ToolSpec['annotations'];
   /** The service operations behind it (`group.method`), for the REST/MCP parity test. */
   operations: readonly string[];
+  /** The argument that is a whole vCon or item, whose schema is the group's validation mode's. */
+  document?: { arg: string; component: DocumentComponent };
   run(args: Args, ctx: RequestCtx, env: ToolEnv): Promise<Record<string, unknown>>;
 }
+
+/** The body components whose schema depends on the group's validation mode. */
+const MODE_SCHEMAS = {
+  StoredVcon: (mode: ValidationMode) => z.union([vconSchemas(mode).Vcon, SignedVcon, EncryptedVcon]),
+  Vcon: (mode: ValidationMode) => vconSchemas(mode).Vcon,
+  Dialog: (mode: ValidationMode) => vconSchemas(mode).Dialog,
+  Analysis: (mode: ValidationMode) => vconSchemas(mode).Analysis,
+  Attachment: (mode: ValidationMode) => vconSchemas(mode).Attachment,
+};
+type DocumentComponent = keyof typeof MODE_SCHEMAS;
 
 const pathParams = (path: string) => (path.match(/:([A-Za-z0-9_]+)/g) ?? []).map((p) => p.slice(1));
 
@@ -56,6 +69,9 @@ function toolOf(o: Operation, t: ToolSpec): ToolDef {
     scope: o.scope === 'write' ? 'write' : 'read',
     annotations: t.annotations,
     operations: o.operations,
+    ...(t.bodyArg && typeof o.body?.schema === 'string' && o.body.schema in MODE_SCHEMAS
+      ? { document: { arg: t.bodyArg.name, component: o.body.schema as DocumentComponent } }
+      : {}),
     run: async (args, ctx, env) => {
       // A bad path parameter is named before a missing document, as the route refuses it first.
       if (pathSchema) parseParams(pathSchema, args);
@@ -91,6 +107,25 @@ function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
     jsonSchemaCache.set(schema, js);
   }
   return js;
+}
+
+
+const modeInputs = new Map<string, z.ZodRawShape>();
+
+/**
+ * A tool's arguments in a validation mode: a document argument (create_vcon's vcon, add_analysis's
+ * analysis, ...) carries that mode's schema, so a client that checks its arguments against what is
+ * advertised accepts what the group accepts (an object analysis body in ietf and lenient groups).
+ */
+export function inputOf(tool: ToolDef, mode: ValidationMode): z.ZodRawShape {
+  if (mode === 'strict' || !tool.document) return tool.input;
+  const key = `${mode}:${tool.name}`;
+  let shape = modeInputs.get(key);
+  if (!shape) {
+    shape = { ...tool.input, [tool.document.arg]: MODE_SCHEMAS[tool.document.component](mode) };
+    modeInputs.set(key, shape);
+  }
+  return shape;
 }
 
 /** One advertised schema per shape: every session registers the same tools. */

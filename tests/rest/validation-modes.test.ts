@@ -64,6 +64,25 @@ for (const mode of ['ietf', 'lenient'] as const) {
       }
     });
 
+    it("MCP tools advertise the mode's schemas for their document arguments", async () => {
+      const { tools } = await mcp.client.listTools();
+      // The SDK labels tool schemas draft-07; their keywords mean the same in 2020-12.
+      const schemaOf = (name: string) => {
+        const { $schema: _, ...schema } = tools.find((t) => t.name === name)!.inputSchema as Record<string, unknown>;
+        return schema;
+      };
+      const ajv = new Ajv2020({ strict: false, validateFormats: false });
+      const create = ajv.compile(schemaOf('create_vcon'));
+      for (const f of fixtures.filter((x) => TOLERATED[x.name] && (mode === 'lenient' || TOLERATED[x.name].from === 'ietf'))) {
+        expect(create({ vcon: f.json }), `${f.name}: ${JSON.stringify(create.errors)}`).toBe(true);
+      }
+      const addAnalysis = ajv.compile(schemaOf('add_analysis'));
+      const uuid = '0190a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b';
+      expect(addAnalysis({ uuid, analysis: { type: 'transcript', vendor: 'v', encoding: 'json', body: { text: 'hi' } } })).toBe(true);
+      // What the mode still refuses stays refused in the advertised schema too.
+      expect(addAnalysis({ uuid, analysis: { type: 'transcript', vendor: 'v', encoding: 'json', body: 'x', dialog: -1 } })).toBe(false);
+    });
+
     it('says what it tolerated in batch items and MCP create results', async () => {
       const objectBody = { analysis: [{ type: 'transcript', vendor: 'v', encoding: 'json', body: { text: 'hi' } }] };
       const b = await s.api('/vcons/batch', { method: 'POST', json: [objectBody, { subject: 'plain' }] });
