@@ -283,7 +283,15 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       return { config, log, sql, services, stop: cleanup };
     }
     const buildInfo = getBuildInfo();
-    const mcp = lazyMcpHttp({ config, log, services, buildInfo, production: config.production, basePath: config.rest.basePath, validation: config.validation });
+    const mcp = lazyMcpHttp({
+      config,
+      log,
+      services,
+      buildInfo,
+      production: config.production,
+      basePath: config.rest.basePath,
+      validation: config.validation,
+    });
     const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = createServer(app).listen(config.mcp.port, config.mcp.host, () => resolve(s));

@@ -109,7 +109,6 @@ function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
   return js;
 }
 
-
 const modeInputs = new Map<string, z.ZodRawShape>();
 
 /**

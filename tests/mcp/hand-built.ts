@@ -33,7 +33,16 @@ export async function serveByHand(t: TestSchema, plugins: Plugin[], options: Mcp
   const log = createLogger(config);
   const services = createServices(t.sql, config, plugins);
   const buildInfo = getBuildInfo();
-  const mcp = createMcpHttp({ config, log, services, buildInfo, production: false, basePath: config.rest.basePath, validation: config.validation, ...options });
+  const mcp = createMcpHttp({
+    config,
+    log,
+    services,
+    buildInfo,
+    production: false,
+    basePath: config.rest.basePath,
+    validation: config.validation,
+    ...options,
+  });
   const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });
   const server = await new Promise<Server>((resolve) => {
     const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
