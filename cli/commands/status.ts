@@ -3,7 +3,7 @@ import { fetchHealth } from '../child.js';
 import { resolveDir } from '../groups.js';
 import { addInstancesDirFlag } from '../options.js';
 import { formatTable, note } from '../output.js';
-import { createRegistry, instanceKey, type RegistryEntry } from '../registry.js';
+import { createRegistry, instanceKey, type InstanceState, type LastExit, type RegistryEntry } from '../registry.js';
 import { splitPool, type PoolSplit } from '../../src/config.js';
 import { formatSplit } from '../budget.js';
 
@@ -15,7 +15,15 @@ function poolOf(health: unknown): PoolSplit | undefined {
 }
 
 /** One row of `vcon-launch status --json`: the registry entry plus the live /health. */
-export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path'> {
+export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path' | 'state' | 'restarts' | 'last_exit'> {
+  /** running, restarting (crashed; its supervisor brings it back) or crashed (its supervisor gave up). */
+  state: InstanceState;
+  /** Seconds since the current process started; null when none runs. */
+  uptime_s: number | null;
+  /** Restarts by its supervisor since `start`. */
+  restarts: number;
+  /** How the previous process ended ({code, signal, at}), or null when none crashed. */
+  last_exit: LastExit | null;
   /** The instance's connections: DB_POOL_MAX split into requests and the index thread, and its analyze connections beside it. */
   db_split: PoolSplit | undefined;
   /** healthy (200), busy (503 with status busy: up, every connection in use), unhealthy (another answer) or unreachable (no answer). */
@@ -29,17 +37,24 @@ export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path'> {
  * group for its /health, all in parallel.
  */
 export async function collectStatus(instancesDir: string, onStale: (group: string, pid: number) => void = () => {}): Promise<GroupStatus[]> {
-  const { live, stale } = createRegistry(instancesDir).list();
+  const { live, down, stale } = createRegistry(instancesDir).list();
   for (const s of stale) onStale(instanceKey(s), s.pid);
-  return Promise.all(
-    live.map(async (e) => {
-      const h = await fetchHealth(`${e.url}${e.api_base_path ?? '/api/v1'}`);
+  const now = Date.now();
+  const rows = await Promise.all(
+    [...live, ...down].map(async (e) => {
+      const state: InstanceState = e.state ?? 'running';
+      const h = state === 'crashed' ? { status: 0, body: null } : await fetchHealth(`${e.url}${e.api_base_path ?? '/api/v1'}`);
       const busy = (h.body as { status?: string } | undefined)?.status === 'busy';
       const status: GroupStatus['status'] = h.status === 200 ? 'healthy' : h.status === 0 ? 'unreachable' : busy ? 'busy' : 'unhealthy';
+      const since = Date.parse(e.started_at);
       return {
         group: e.group,
         replica: e.replica,
         replicas: e.replicas,
+        state,
+        uptime_s: state === 'running' && Number.isFinite(since) ? Math.max(0, Math.round((now - since) / 1000)) : null,
+        restarts: e.restarts ?? 0,
+        last_exit: e.last_exit ?? null,
         pid: e.pid,
         url: e.url,
         port: e.port,
@@ -52,6 +67,7 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
         env_file: e.env_file,
         started_at: e.started_at,
         supervisor_pid: e.supervisor_pid,
+        mode: e.mode ?? (e.supervisor_pid ? 'foreground' : 'detached'),
         log_file: e.log_file,
         database_key: e.database_key,
         server_key: e.server_key,
@@ -63,12 +79,43 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
       };
     }),
   );
+  return rows.sort((a, b) => a.group.localeCompare(b.group) || a.replica - b.replica);
+}
+
+/** "SIGKILL", "code 1", or "-". */
+export const formatExit = (e: LastExit | null) => (!e ? '-' : e.signal ? e.signal : e.code !== null ? `code ${e.code}` : 'failed to start');
+
+/** 3725 → "1h02m". */
+export function formatUptime(s: number | null): string {
+  if (s === null) return '-';
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  return `${Math.floor(s / 86_400)}d${String(Math.floor((s % 86_400) / 3600)).padStart(2, '0')}h`;
 }
 
 /** The status table: what the registry says next to what each instance reports about itself. */
 export function formatStatusTable(rows: GroupStatus[]): string {
   return formatTable(
-    ['GROUP', 'STATUS', 'PID', 'URL', 'SCHEMA', 'ROLE', 'LABEL', 'DATABASE', 'POOL', 'CONNS', 'INDEX LAG', 'REPORTED (schema / label / db)', 'MODE'],
+    [
+      'GROUP',
+      'STATE',
+      'STATUS',
+      'UPTIME',
+      'RESTARTS',
+      'LAST EXIT',
+      'PID',
+      'URL',
+      'SCHEMA',
+      'ROLE',
+      'LABEL',
+      'DATABASE',
+      'POOL',
+      'CONNS',
+      'INDEX LAG',
+      'REPORTED (schema / label / db)',
+      'MODE',
+    ],
     rows.map((r) => {
       const h = (r.health ?? {}) as {
         schema?: string;
@@ -84,7 +131,11 @@ export function formatStatusTable(rows: GroupStatus[]): string {
       const lag = h.index ? `${h.index.lag_s ?? 0}s (${h.index.pending ?? 0} queued)` : '-';
       return [
         instanceKey(r),
+        r.state,
         r.status,
+        formatUptime(r.uptime_s),
+        r.restarts,
+        formatExit(r.last_exit),
         r.pid,
         r.url,
         r.schema,
@@ -95,7 +146,7 @@ export function formatStatusTable(rows: GroupStatus[]): string {
         conns,
         lag,
         reported,
-        r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached',
+        `${r.mode}${r.supervisor_pid ? ` (${r.mode === 'detached' ? 'supervisor ' : ''}${r.supervisor_pid})` : ''}`,
       ];
     }),
   );
