@@ -14,6 +14,7 @@ import { registerImport } from './commands/import.js';
 import { registerCheck } from './commands/check.js';
 import { registerRotate } from './commands/rotate.js';
 import { registerExport } from './commands/export.js';
+import { registerRemove } from './commands/remove.js';
 import { runSupervisor } from './daemon.js';
 import { readLauncherEnvironment } from './environment.js';
 import { resolveDir } from './groups.js';
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerCheck(program);
   registerRotate(program);
   registerExport(program);
+  registerRemove(program);
   program
     .command('supervise', { hidden: true })
     .description('the background supervisor `start --detach` leaves behind (not run by hand)')

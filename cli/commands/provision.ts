@@ -68,7 +68,7 @@ export function writeGroupCredentials(file: string, url: string, analyze: { user
 }
 
 /** The first URL that connects as someone other than the group role: it must create and alter roles. */
-function pickAdminUrl(spec: GroupSpec, role: string, opts: ProvisionOptions, launcher: LauncherEnvironment, envDir: string): string {
+export function pickAdminUrl(spec: GroupSpec, role: string, opts: ProvisionOptions, launcher: LauncherEnvironment, envDir: string): string {
   const shared = readEnvFile(path.join(envDir, SHARED_FILE));
   const candidates = [opts.adminUrl, spec.databaseUrl, shared.DATABASE_URL?.trim(), launcher.databaseUrl].filter((u): u is string => Boolean(u));
   const admin = candidates.find((u) => userOfUrl(u) !== role);

@@ -343,13 +343,32 @@ export async function setRolePassword(admin: Sql, role: string, password: string
  * (teardown of tests and groups).
  */
 export async function dropGroupRoles(admin: Sql, schema: string): Promise<void> {
-  // DROP OWNED rewrites the same shared ACL rows as provisioning: serialise on its lock, or a
-  // concurrent provision (or drop) fails with 'tuple concurrently updated'.
-  await admin.begin(async (tx) => {
+  await removeGroupObjects(admin, schema, { schema: false });
+}
+
+/**
+ * Drops a group for good in ONE transaction: its schema with everything in it (unless
+ * `schema: false`), then its roles (those carrying this group's marker) with their grants. Any
+ * refusal (a role still holding rights elsewhere, an admin that may not drop them) rolls all of it
+ * back: nothing changed. Returns what was dropped.
+ */
+export async function removeGroupObjects(admin: Sql, schema: string, opts: { schema?: boolean } = {}): Promise<{ schema: boolean; roles: string[] }> {
+  return admin.begin(async (tx) => {
+    // DROP OWNED rewrites the same shared ACL rows as provisioning: serialise on its lock, or a
+    // concurrent provision (or drop) fails with 'tuple concurrently updated'.
     await lockForTransaction(tx, 'vcon-launch:provision');
     const database = await currentDatabase(tx as unknown as Sql);
+    let droppedSchema = false;
+    if (opts.schema !== false) {
+      const [found] = await tx<{ n: number }[]>`select count(*)::int as n from pg_catalog.pg_namespace where nspname = ${schema}`;
+      if (found.n) {
+        await tx.unsafe(`drop schema ${quoteIdent(schema)} cascade`);
+        droppedSchema = true;
+      }
+    }
     const { role, analyzeRole } = groupRoleNames(database, schema);
     const markers = await roleMarkers(tx as unknown as Sql, [role, analyzeRole]);
+    const roles: string[] = [];
     for (const [r, kind] of [
       [analyzeRole, 'analyze'],
       [role, 'server'],
@@ -357,7 +376,9 @@ export async function dropGroupRoles(admin: Sql, schema: string): Promise<void> 
       if (markers.get(r) !== roleMarker(database, schema, kind)) continue;
       await tx.unsafe(`drop owned by ${quoteIdent(r)} cascade`);
       await tx.unsafe(`drop role ${quoteIdent(r)}`);
+      roles.push(r);
     }
+    return { schema: droppedSchema, roles };
   });
 }
 
