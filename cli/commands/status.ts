@@ -1,6 +1,10 @@
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
+import { readEnvFile } from '../env-files.js';
+import { UserError } from '../errors.js';
 import { fetchHealth } from '../child.js';
-import { resolveDir } from '../groups.js';
+import { resolveDir, SHARED_FILE } from '../groups.js';
 import { addInstancesDirFlag } from '../options.js';
 import { formatTable, note } from '../output.js';
 import { createRegistry, instanceKey, type InstanceState, type LastExit, type RegistryEntry } from '../registry.js';
@@ -152,14 +156,138 @@ export function formatStatusTable(rows: GroupStatus[]): string {
   );
 }
 
+/** Samples of one Prometheus text exposition, by metric name (labels kept as written). */
+export function parseMetrics(text: string): Map<string, { labels: string; value: number }[]> {
+  const out = new Map<string, { labels: string; value: number }[]>();
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const list = out.get(m[1]) ?? [];
+    list.push({ labels: m[2] ?? '', value: Number(m[3]) });
+    out.set(m[1], list);
+  }
+  return out;
+}
+
+const sumOf = (m: Map<string, { value: number }[]>, name: string) => m.get(name)?.reduce((n, s) => n + s.value, 0);
+
+/** The p95 of a histogram's observations between two scrapes (buckets summed over every label but `le`). */
+function p95Between(
+  before: Map<string, { labels: string; value: number }[]>,
+  after: Map<string, { labels: string; value: number }[]>,
+  name: string,
+): number | undefined {
+  const byLe = (m: Map<string, { labels: string; value: number }[]>) => {
+    const out = new Map<number, number>();
+    for (const s of m.get(`${name}_bucket`) ?? []) {
+      const le = /le="([^"]+)"/.exec(s.labels)?.[1];
+      if (le === undefined) continue;
+      const bound = le === '+Inf' ? Infinity : Number(le);
+      out.set(bound, (out.get(bound) ?? 0) + s.value);
+    }
+    return out;
+  };
+  const a = byLe(before);
+  const b = byLe(after);
+  const bounds = [...b.keys()].sort((x, y) => x - y);
+  const total = (b.get(Infinity) ?? 0) - (a.get(Infinity) ?? 0);
+  if (!total) return undefined;
+  for (const le of bounds) if ((b.get(le) ?? 0) - (a.get(le) ?? 0) >= total * 0.95) return le;
+  return undefined;
+}
+
+/** The key /metrics accepts: METRICS_KEY, else one of the group's keys (read-only ones included). */
+function metricsKeyOf(envFile: string): { header: string; key: string } | undefined {
+  let env: Record<string, string | undefined>;
+  try {
+    env = { ...readEnvFile(path.join(path.dirname(envFile), SHARED_FILE)), ...readEnvFile(envFile) };
+  } catch {
+    return undefined;
+  }
+  const key = [env.METRICS_KEY, ...(env.API_KEYS_READONLY ?? '').split(','), ...(env.API_KEYS ?? '').split(',')].map((k) => k?.trim()).find((k) => k);
+  return key ? { header: env.API_KEY_HEADER?.trim() || 'authorization', key } : undefined;
+}
+
+async function scrape(row: GroupStatus): Promise<Map<string, { labels: string; value: number }[]> | undefined> {
+  if (row.state !== 'running') return undefined;
+  const auth = metricsKeyOf(row.env_file);
+  try {
+    const headers: Record<string, string> = {};
+    if (auth) headers[auth.header] = auth.header.toLowerCase() === 'authorization' ? `Bearer ${auth.key}` : auth.key;
+    const res = await fetch(`${row.url}/metrics`, { headers, signal: AbortSignal.timeout(2_000) });
+    return res.ok ? parseMetrics(await res.text()) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `status --watch`: every interval, one live line per instance: requests per second and their
+ * p95 since the previous draw (from the group's /metrics, when it serves them), its pool in use
+ * and waiting, index lag and MCP sessions. On a terminal the table is redrawn in place.
+ */
+async function watch(instancesDir: string, seconds: number): Promise<void> {
+  let stop = false;
+  process.once('SIGINT', () => (stop = true));
+  process.once('SIGTERM', () => (stop = true));
+  let previous = new Map<string, { at: number; metrics: Map<string, { labels: string; value: number }[]> }>();
+  for (;;) {
+    const rows = await collectStatus(instancesDir);
+    const now = Date.now();
+    const next = new Map<string, { at: number; metrics: Map<string, { labels: string; value: number }[]> }>();
+    const lines = await Promise.all(
+      rows.map(async (r) => {
+        const key = instanceKey(r);
+        const metrics = await scrape(r);
+        const before = previous.get(key);
+        if (metrics) next.set(key, { at: now, metrics });
+        const h = (r.health ?? {}) as {
+          pool?: { size?: number; in_use?: number; waiting?: number };
+          index?: { lag_s?: number; pending?: number } | null;
+        };
+        let rate = '-';
+        let p95 = '-';
+        if (metrics && before) {
+          const dt = (now - before.at) / 1000;
+          const d = (sumOf(metrics, 'vcon_http_requests_total') ?? 0) - (sumOf(before.metrics, 'vcon_http_requests_total') ?? 0);
+          rate = dt > 0 ? (d / dt).toFixed(1) : '-';
+          const q = p95Between(before.metrics, metrics, 'vcon_http_request_duration_seconds');
+          p95 = q === undefined ? '-' : q === Infinity ? '>max' : `${Math.round(q * 1000)} ms`;
+        }
+        const mcp = metrics ? (sumOf(metrics, 'vcon_mcp_sessions') ?? '-') : '-';
+        const pool = h.pool ? `${h.pool.in_use ?? 0}/${h.pool.size ?? '?'}${h.pool.waiting ? ` (+${h.pool.waiting} waiting)` : ''}` : '-';
+        const lag = h.index ? `${h.index.lag_s ?? 0}s (${h.index.pending ?? 0} queued)` : '-';
+        return [key, r.state, r.status, formatUptime(r.uptime_s), r.restarts, rate, p95, pool, lag, mcp];
+      }),
+    );
+    previous = next;
+    const table = rows.length
+      ? formatTable(['GROUP', 'STATE', 'STATUS', 'UPTIME', 'RESTARTS', 'REQ/S', 'P95', 'POOL', 'INDEX LAG', 'MCP'], lines)
+      : 'no groups are running';
+    const stamp = `vcon-launch status --watch: ${new Date(now).toISOString()} (every ${seconds} s; Ctrl-C stops)`;
+    process.stdout.write(process.stdout.isTTY ? `\x1b[H\x1b[2J${stamp}\n${table}\n` : `${stamp}\n${table}\n\n`);
+    const until = Date.now() + seconds * 1000;
+    while (!stop && Date.now() < until) await sleep(Math.min(100, until - Date.now()));
+    if (stop) return;
+  }
+}
+
 /** Wires `vcon-launch status`. */
 export function registerStatus(program: Command): void {
   const cmd = program
     .command('status')
     .description("list running groups with each instance's live /health")
-    .option('--json', 'print a JSON array (group, pid, url, port, schema, role, label, status, health, ...)');
+    .option('--json', 'print a JSON array (group, state, uptime_s, restarts, last_exit, pid, url, port, schema, role, label, status, health, ...)')
+    .option('--watch [seconds]', 'redraw a live table (requests/s, p95, pool, index lag, MCP sessions) every few seconds until Ctrl-C');
   addInstancesDirFlag(cmd);
-  cmd.action(async (opts: { json?: boolean; instancesDir: string }) => {
+  cmd.action(async (opts: { json?: boolean; watch?: string | boolean; instancesDir: string }) => {
+    if (opts.watch !== undefined && opts.watch !== false) {
+      const seconds = opts.watch === true ? 2 : Number(opts.watch);
+      if (!Number.isFinite(seconds) || seconds <= 0) throw new UserError(`--watch takes a number of seconds, got "${String(opts.watch)}"`);
+      if (opts.json) throw new UserError('use either --watch or --json, not both');
+      await watch(resolveDir(opts.instancesDir), seconds);
+      return;
+    }
     const rows = await collectStatus(resolveDir(opts.instancesDir), (group, pid) =>
       note(`removed the stale entry of group ${group} (pid ${pid} is no longer running)`),
     );

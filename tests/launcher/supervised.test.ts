@@ -59,6 +59,28 @@ describe('start --detach leaves a supervisor behind', () => {
     expect(table.stdout).toMatch(/^one\s+running\s+healthy\s+\S+\s+1\s+SIGKILL/m);
   });
 
+  test('status --watch redraws a live table until interrupted', async () => {
+    const watcher = execa(process.execPath, [CLI, 'status', '--watch', '0.2'], {
+      cwd: ws.dir,
+      env: cliEnv(),
+      extendEnv: false,
+      reject: false,
+      buffer: false,
+    });
+    let out = '';
+    watcher.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      await waitFor(() => (out.match(/^GROUP\s+STATE/gm) ?? []).length >= 2);
+    } finally {
+      watcher.kill('SIGINT');
+    }
+    const r = await watcher;
+    expect(r.exitCode).toBe(0);
+    expect(out).toMatch(/^GROUP\s+STATE\s+STATUS\s+UPTIME\s+RESTARTS\s+REQ\/S\s+P95\s+POOL\s+INDEX LAG\s+MCP$/m);
+    expect(out).toMatch(/^one\s+running\s+healthy\s+\S+\s+1\s+/m);
+    expect(out).toMatch(/^two\s+running\s+healthy/m);
+  });
+
   test('`start --all` starts what is not running and leaves the running groups alone', async () => {
     const before = ws.registry();
     expect((await ws.run(['stop', '--group', 'two'])).exitCode).toBe(0);
