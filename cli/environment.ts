@@ -1,6 +1,7 @@
 // The launcher's only reader of process.env (one reader of the environment per program): what children inherit, and the
 // launcher's own DATABASE_URL. Group settings come from env files, never from the shell.
 import { EnvSchema, type EnvInput } from '../src/config.js';
+import { UserError } from './errors.js';
 
 export interface LauncherEnvironment {
   /** The launcher's environment minus every server variable, as the base of each child's env. */
@@ -15,11 +16,21 @@ export interface LauncherEnvironment {
   allowSharedSuperuser: boolean;
   /** VCON_LAUNCH_GROUP_USERS: each group's server as its own OS user (auto: when the launcher is root). */
   groupUsers: 'on' | 'off' | 'auto';
+  /** VCON_LAUNCH_MAX_RESTARTS: consecutive failed restarts before a supervisor leaves an instance `crashed`. */
+  maxRestarts?: number;
 }
 
 const SERVER_VARIABLES = new Set(Object.keys(EnvSchema.shape));
 const isOn = (v: string | undefined) => ['1', 'true', 'yes', 'on'].includes((v ?? '').trim().toLowerCase());
 const isOff = (v: string | undefined) => ['0', 'false', 'no', 'off'].includes((v ?? '').trim().toLowerCase());
+
+/** VCON_LAUNCH_MAX_RESTARTS as a count; unset means the supervisor's default (one per backoff step). */
+function maxRestartsOf(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n > 1000) throw new UserError(`VCON_LAUNCH_MAX_RESTARTS must be a whole number from 0 to 1000, got "${raw}"`);
+  return n;
+}
 
 /** Reads the launcher's own environment once; everything else receives the result. */
 export function readLauncherEnvironment(env: EnvInput = process.env): LauncherEnvironment {
@@ -36,5 +47,6 @@ export function readLauncherEnvironment(env: EnvInput = process.env): LauncherEn
     roles: !isOff(env.VCON_LAUNCH_ROLES),
     allowSharedSuperuser: isOn(env.VCON_LAUNCH_ALLOW_SHARED_SUPERUSER),
     groupUsers: isOn(env.VCON_LAUNCH_GROUP_USERS) ? 'on' : isOff(env.VCON_LAUNCH_GROUP_USERS) ? 'off' : 'auto',
+    maxRestarts: maxRestartsOf(env.VCON_LAUNCH_MAX_RESTARTS),
   };
 }

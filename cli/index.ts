@@ -14,6 +14,10 @@ import { registerImport } from './commands/import.js';
 import { registerCheck } from './commands/check.js';
 import { registerRotate } from './commands/rotate.js';
 import { registerExport } from './commands/export.js';
+import { registerRemove } from './commands/remove.js';
+import { runSupervisor } from './daemon.js';
+import { readLauncherEnvironment } from './environment.js';
+import { resolveDir } from './groups.js';
 
 const readVersion = () => (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -32,10 +36,32 @@ export function buildProgram(): Command {
   registerCheck(program);
   registerRotate(program);
   registerExport(program);
+  registerRemove(program);
+  program
+    .command('supervise', { hidden: true })
+    .description('the background supervisor `start --detach` leaves behind (not run by hand)')
+    .requiredOption('--instances-dir <dir>', 'directory of the running-instances registry')
+    .action(async (opts: { instancesDir: string }) => {
+      await runSupervisor(resolveDir(opts.instancesDir), readLauncherEnvironment());
+    });
   return program;
 }
 
+/**
+ * A reader that stops early (`status --json | head -c 100`) closes the pipe: that is the reader's
+ * choice, not an error of ours. Leave quietly, on stdout and stderr alike, in every command.
+ */
+function leaveQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw err;
+    });
+  }
+}
+
 async function main(): Promise<void> {
+  leaveQuietlyOnClosedPipe();
   try {
     await buildProgram().parseAsync();
   } catch (err) {

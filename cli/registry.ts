@@ -21,8 +21,19 @@ export interface RegistryEntry {
   database: string;
   /** The PostgreSQL user the group's server connects as (its own role by default). */
   role: string;
-  /** The foreground launcher supervising this child, or null when detached. */
+  /** The process supervising this child: the foreground launcher, or the detached supervisor of the instances directory. */
   supervisor_pid: number | null;
+  /** Who supervises it: the launcher in a terminal, or the background supervisor `start --detach` leaves. */
+  mode?: 'foreground' | 'detached';
+  /**
+   * running; restarting (crashed, its supervisor brings it back); crashed (its supervisor gave up
+   * after its backoff: stays listed until `stop` or `start`). Absent in entries of older launchers: running.
+   */
+  state?: InstanceState;
+  /** Restarts since `start` (each crash the supervisor restarted, or tried to). */
+  restarts?: number;
+  /** How the previous process ended, when one crashed. */
+  last_exit?: LastExit | null;
   /** Where a detached child's output goes. */
   log_file: string | null;
   /** The REST base path, so status and import can reach /health without the env file. */
@@ -39,6 +50,14 @@ export interface RegistryEntry {
   db_analyze?: number;
 }
 
+export type InstanceState = 'running' | 'restarting' | 'crashed';
+
+export interface LastExit {
+  code: number | null;
+  signal: string | null;
+  at: string;
+}
+
 export interface Registry {
   dir: string;
   write(entry: RegistryEntry): void;
@@ -46,8 +65,12 @@ export interface Registry {
   remove(key: string): void;
   /** A live entry of a group (its first replica), or undefined (stale entries are removed on the way). */
   get(group: string): RegistryEntry | undefined;
-  /** Live entries sorted by group and replica; stale ones (dead pid) are removed and returned apart. */
-  list(): { live: RegistryEntry[]; stale: RegistryEntry[] };
+  /**
+   * Entries sorted by group and replica: live (running, or restarting under a live supervisor),
+   * down (crashed: its supervisor gave up; kept until stopped or started again) and stale (a dead
+   * pid nobody supervises: removed on the way).
+   */
+  list(): { live: RegistryEntry[]; down: RegistryEntry[]; stale: RegistryEntry[] };
   /** The port an instance (by its key) last served on, kept in <key>.port after its entry is removed. */
   lastPort(key: string): number | undefined;
 }
@@ -67,6 +90,17 @@ function isOurChild(pid: number): boolean {
     return cmdline.includes('main.js');
   } catch {
     return true; // no /proc: trust the signal check
+  }
+}
+
+/** A live launcher process (foreground or the detached supervisor), where /proc tells. */
+export function isSupervisor(pid: number | null | undefined): boolean {
+  if (!pid || !isAlive(pid)) return false;
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return cmdline.includes('index.js') || cmdline.includes('vcon-launch');
+  } catch {
+    return true;
   }
 }
 
@@ -119,15 +153,18 @@ export function createRegistry(dir: string): Registry {
     },
     list() {
       const live: RegistryEntry[] = [];
+      const down: RegistryEntry[] = [];
       const stale: RegistryEntry[] = [];
       for (const e of readAll()) {
-        if (isOurChild(e.pid)) live.push(e);
+        if (e.state === 'crashed') down.push(e);
+        // Between a crash and its restart the pid is dead but the supervisor still answers for it.
+        else if (isOurChild(e.pid) || isSupervisor(e.supervisor_pid)) live.push(e);
         else {
           stale.push(e);
           registry.remove(instanceKey(e));
         }
       }
-      return { live, stale };
+      return { live, down, stale };
     },
   };
   return registry;

@@ -173,6 +173,8 @@ export async function prepareIdentities(
           password: creds.analyze_password,
           limits: { ...DEFAULT_ANALYZE_LIMITS, connections: opts.analyzeConnectionsOf(spec) },
         },
+        // The embedded database is the launcher's alone: no other application's roles to break.
+        hardenPublic: databases.isEmbedded(spec),
       });
       if (!outcome.tempFileLimit && !opts.quiet)
         note(`group ${spec.name}: ${powers.user} is not a superuser, so analyze runs without temp_file_limit`);

@@ -18,7 +18,8 @@ import { readLauncherEnvironment, type LauncherEnvironment } from '../environmen
 import { UserError } from '../errors.js';
 import { findCollisions, GroupConfigError, loadGroup, resolveDir, SHARED_FILE, type GroupSpec } from '../groups.js';
 import { groupRoleNamesOf, ROLES_VARIABLE } from '../roles.js';
-import { addEnvDirFlag } from '../options.js';
+import { addEnvDirFlag, addInstancesDirFlag } from '../options.js';
+import { createRegistry, type RegistryEntry } from '../registry.js';
 import { formatSplit, planGroups } from '../budget.js';
 
 /** The verdict on one env file (or on a collision between groups). */
@@ -76,12 +77,27 @@ export async function checkEnvDir(envDir: string, launcher: Pick<LauncherEnviron
       });
     } catch (err) {
       if (!(err instanceof GroupConfigError)) throw err;
-      for (const p of err.problems) results.push({ subject: p.subject, ok: false, problems: p.messages, warnings: [] });
+      // Typos are often the cause of the errors: shown beside them, not only once the file is valid.
+      const file = path.join(envDir, f);
+      for (const p of err.problems)
+        results.push({
+          subject: p.subject,
+          ok: false,
+          problems: p.messages,
+          warnings: p.subject === file ? unknownVariablesOf(envDir, file, known) : [],
+        });
     }
   }
   for (const c of findCollisions(groups)) results.push({ subject: c.subject, ok: false, problems: c.messages, warnings: [] });
   results.push(...(await publicGrantWarnings(probes)));
   return results;
+}
+
+/** The warnings loadGroup gives for variables the server does not read (group file over shared.env). */
+function unknownVariablesOf(envDir: string, file: string, known: Set<string>): string[] {
+  const shared = path.join(envDir, SHARED_FILE);
+  const vars = Object.keys({ ...(existsSync(shared) ? readEnvFile(shared) : {}), ...readEnvFile(file) });
+  return vars.filter((v) => !known.has(v)).map((v) => `${v} is not a variable the server reads (typo?)`);
 }
 
 /** What `check` reads once per database URL: who the URL's user is, and the server's roles and grants. */
@@ -174,8 +190,10 @@ async function identityOf(
   if (!probes.has(url)) probes.set(url, probeDatabase(url, spec.databaseLabel));
   const probe = await probes.get(url)!;
   if (probe instanceof Error) {
-    if (!launcher.roles) return shared(user, `${ROLES_VARIABLE}=off`);
-    return { summary: `role unknown`, warning: `could not reach the database to tell whether ${user} may create roles: ${probe.message}` };
+    // `start` would fail on it: not checked is not valid.
+    const unreachable = `DATABASE_URL: cannot reach the database ${spec.databaseLabel}: ${probe.message}`;
+    if (!launcher.roles) return { ...shared(user, `${ROLES_VARIABLE}=off`), problems: [unreachable] };
+    return { summary: `role unknown`, problems: [unreachable] };
   }
   const problems: string[] = [];
   if (probe.markers.has(schema)) {
@@ -196,7 +214,11 @@ async function identityOf(
  * its pool split and the connections it holds now, and a failed result naming groups and numbers
  * when they cannot fit. A server that cannot be reached is a warning (nothing is started).
  */
-export async function checkBudget(envDir: string, launcher: Pick<LauncherEnvironment, 'databaseUrl'>): Promise<CheckResult[]> {
+export async function checkBudget(
+  envDir: string,
+  launcher: Pick<LauncherEnvironment, 'databaseUrl'>,
+  running: RegistryEntry[] = [],
+): Promise<CheckResult[]> {
   const groups: GroupSpec[] = [];
   for (const name of readdirSync(envDir).filter((f) => f.endsWith('.env') && f !== SHARED_FILE && f !== EXAMPLE_FILE)) {
     try {
@@ -205,17 +227,19 @@ export async function checkBudget(envDir: string, launcher: Pick<LauncherEnviron
       /* already reported by checkEnvDir */
     }
   }
-  // Running groups count as the directory's own: check places them all as if started together.
-  const budgets = await planGroups(groups, { running: [] });
+  // The directory's groups are placed as if started together; running groups of another env
+  // directory (same registry) hold what they were handed.
+  const own = new Set(groups.map((g) => g.name));
+  const budgets = await planGroups(groups, { running: running.filter((e) => !own.has(e.group)) });
   const out: CheckResult[] = [];
   for (const b of budgets) {
     const subject = `connection budget of server ${b.serverLabel}`;
     if (b.unchecked) {
       out.push({
         subject,
-        ok: true,
-        problems: [],
-        warnings: [`cannot reach the server to read max_connections (${b.unchecked}); budget not checked`],
+        ok: false,
+        problems: [`cannot reach the server to read max_connections (${b.unchecked}): the budget is not checked, and its groups would not start`],
+        warnings: [],
       });
       continue;
     }
@@ -264,14 +288,15 @@ export function formatVerdict(results: CheckResult[]): string {
 
 /** Wires `vcon-launch check`. */
 export function registerCheck(program: Command): void {
-  const cmd = program.command('check').description('validate every env file without starting anything');
+  const cmd = program.command('check').description('validate every env file without starting anything; exits non-zero when start would refuse');
   addEnvDirFlag(cmd);
-  cmd.action(async (opts: { envDir: string }) => {
+  addInstancesDirFlag(cmd);
+  cmd.action(async (opts: { envDir: string; instancesDir: string }) => {
     const envDir = resolveDir(opts.envDir);
     const launcher = readLauncherEnvironment();
     const results = await checkEnvDir(envDir, launcher);
     if (!results.length) throw new UserError(`no .env files in ${envDir}`);
-    const budget = await checkBudget(envDir, launcher);
+    const budget = await checkBudget(envDir, launcher, createRegistry(resolveDir(opts.instancesDir)).list().live);
     const all = [...results, ...budget];
     process.stdout.write(formatCheck(all) + '\n');
     const failed = all.some((r) => !r.ok);

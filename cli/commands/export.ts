@@ -11,6 +11,7 @@ import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../gro
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { commandHint, note } from '../output.js';
 import { groupRoleNamesOf } from '../roles.js';
+import { exportSystemd } from '../systemd.js';
 import { groupRoleNames, userOfUrl, withCredentials } from '../../src/db/roles.js';
 import { SECRET_VARIABLES } from '../../src/config.js';
 import { getBuildInfo } from '../../src/version.js';
@@ -87,7 +88,7 @@ const IDENTITY_VARIABLES = [
  * role (`provision` wrote it), else the role `start` made, from the credentials store. Undefined
  * when the group has neither.
  */
-function ownIdentity(spec: GroupSpec, store: CredentialStore): Record<string, string> | undefined {
+export function ownIdentity(spec: GroupSpec, store: CredentialStore): Record<string, string> | undefined {
   const url = spec.databaseUrl;
   if (!url) return undefined;
   const { user, password } = spec.config.db;
@@ -339,7 +340,8 @@ function writePrivate(file: string, text: string): void {
 }
 
 /** Validates the groups as `start` does and writes the target's files; returns the paths written. */
-export function exportGroups(opts: ExportOptions, launcher: Pick<LauncherEnvironment, 'databaseUrl'>, cwd = process.cwd()): string[] {
+export function exportGroups(opts: ExportOptions, launcher: Pick<LauncherEnvironment, 'databaseUrl' | 'groupUsers'>, cwd = process.cwd()): string[] {
+  if (opts.target === 'systemd') return exportSystemd(opts, launcher, cwd);
   if (opts.target !== 'kubernetes' && opts.target !== 'compose') {
     throw new UserError(`--target must be kubernetes or compose, got "${opts.target}"`);
   }
@@ -375,7 +377,7 @@ export function registerExport(program: Command): void {
   const cmd = program
     .command('export')
     .description('write Kubernetes manifests or a Compose file for groups, validated like start')
-    .requiredOption('--target <target>', 'kubernetes or compose')
+    .requiredOption('--target <target>', 'kubernetes, compose or systemd')
     .option('--out <dir>', 'directory to write to (default deploy/<target>)');
   addGroupFlags(cmd);
   addInstancesDirFlag(cmd);

@@ -12,6 +12,7 @@ import {
   groupRoleNames,
   openAdmin,
   provisionGroupRoles,
+  publicSchemaGrants,
   RoleConflictError,
   userOfUrl,
   withCredentials,
@@ -35,6 +36,8 @@ export interface ProvisionOptions extends GroupFlags {
   rotate?: boolean;
   /** The registry: running groups keep the analyze connections their start was handed. */
   instancesDir?: string;
+  /** Also revoke CREATE and USAGE on schema public from PUBLIC, database-wide (every role). */
+  hardenPublic?: boolean;
 }
 
 /** What `provision` did for one group. */
@@ -48,6 +51,9 @@ export interface ProvisionResult {
   databaseUrl: string;
   /** The env file it was written to, or null with --print. */
   writtenTo: string | null;
+  /** What PUBLIC held on schema public before (revoked with --harden-public, else left as it was). */
+  publicGrants: ('CREATE' | 'USAGE')[];
+  database: string;
 }
 
 /** Writes the group's own DATABASE_URL (and its analyze role) into its env file, mode 0600. */
@@ -62,7 +68,7 @@ export function writeGroupCredentials(file: string, url: string, analyze: { user
 }
 
 /** The first URL that connects as someone other than the group role: it must create and alter roles. */
-function pickAdminUrl(spec: GroupSpec, role: string, opts: ProvisionOptions, launcher: LauncherEnvironment, envDir: string): string {
+export function pickAdminUrl(spec: GroupSpec, role: string, opts: ProvisionOptions, launcher: LauncherEnvironment, envDir: string): string {
   const shared = readEnvFile(path.join(envDir, SHARED_FILE));
   const candidates = [opts.adminUrl, spec.databaseUrl, shared.DATABASE_URL?.trim(), launcher.databaseUrl].filter((u): u is string => Boolean(u));
   const admin = candidates.find((u) => userOfUrl(u) !== role);
@@ -81,20 +87,30 @@ function pickAdminUrl(spec: GroupSpec, role: string, opts: ProvisionOptions, lau
  * Gives the group its roles and its schema (and everything in it) over the admin connection, then
  * migrates the schema as the group's role: the admin runs nothing the schema holds.
  */
-async function provisionOne(admin: Sql, adminUrl: string, spec: GroupSpec, passwords: { role: string; analyze: string }, analyzeConnections: number) {
+async function provisionOne(
+  admin: Sql,
+  adminUrl: string,
+  spec: GroupSpec,
+  passwords: { role: string; analyze: string },
+  analyzeConnections: number,
+  hardenPublic: boolean,
+) {
   const schema = spec.config.db.schema;
   await refuseRoleNamedSchema(admin, spec, await adminPowers(admin));
-  const names = groupRoleNames(await currentDatabase(admin), schema);
+  const database = await currentDatabase(admin);
+  const names = groupRoleNames(database, schema);
+  const publicGrants = await publicSchemaGrants(admin);
   await ensureExtensions(admin, createNoteLog(false));
   const { action } = await provisionGroupRoles(admin, {
     schema,
     role: names.role,
     password: passwords.role,
     analyze: { role: names.analyzeRole, password: passwords.analyze, limits: { ...DEFAULT_ANALYZE_LIMITS, connections: analyzeConnections } },
+    hardenPublic,
   });
   const url = withCredentials(adminUrl, names.role, passwords.role);
   await migrateAs(url, spec, 'provision');
-  return { action, role: names.role, url, analyze: { user: names.analyzeRole, password: passwords.analyze } };
+  return { action, role: names.role, url, analyze: { user: names.analyzeRole, password: passwords.analyze }, publicGrants, database };
 }
 
 /** Provisions every selected group; writes (or only returns) each group's DATABASE_URL. */
@@ -116,9 +132,25 @@ export async function provisionGroups(opts: ProvisionOptions, launcher: Launcher
     }
     const admin = openAdmin(adminUrl);
     try {
-      const { action, role: made, url, analyze } = await provisionOne(admin, adminUrl, spec, passwords, analyzeConnectionsOf(spec));
+      const {
+        action,
+        role: made,
+        url,
+        analyze,
+        publicGrants,
+        database,
+      } = await provisionOne(admin, adminUrl, spec, passwords, analyzeConnectionsOf(spec), Boolean(opts.hardenPublic));
       if (!opts.print) writeGroupCredentials(spec.envFile, url, analyze);
-      results.push({ group: spec.name, schema, role: made, action, databaseUrl: url, writtenTo: opts.print ? null : spec.envFile });
+      results.push({
+        group: spec.name,
+        schema,
+        role: made,
+        action,
+        databaseUrl: url,
+        writtenTo: opts.print ? null : spec.envFile,
+        publicGrants,
+        database,
+      });
     } catch (err) {
       const e = err as Error & { code?: string };
       if (e instanceof RoleConflictError || e instanceof LockWaitError) throw new UserError(`group ${spec.name}: ${e.message}`);
@@ -140,7 +172,8 @@ export function registerProvision(program: Command): void {
     .command('provision')
     .description("create a PostgreSQL role per group that owns only its schema, and store its DATABASE_URL in the group's env file")
     .option('--print', "print the DATABASE_URL instead of writing it into the group's env file")
-    .option('--admin-url <url>', 'connect as this role to create the group roles (default: the group DATABASE_URL)');
+    .option('--admin-url <url>', 'connect as this role to create the group roles (default: the group DATABASE_URL)')
+    .option('--harden-public', 'also revoke CREATE and USAGE on schema public from PUBLIC in the database (changes every role, not only the group)');
   addGroupFlags(cmd);
   addInstancesDirFlag(cmd);
   cmd.action(async (opts: ProvisionOptions) => {
@@ -151,6 +184,18 @@ export function registerProvision(program: Command): void {
         results.map((r) => [r.group, r.schema, r.role, r.action, r.writtenTo ? `written to ${r.writtenTo}` : r.databaseUrl]),
       ) + '\n',
     );
-    note('revoked CREATE and USAGE on schema public from PUBLIC in this database; restart running groups to connect as their roles');
+    note("changed only the groups' own roles and schemas; restart running groups to connect as their roles");
+    for (const [database, grants] of new Map(results.map((r) => [r.database, r.publicGrants]))) {
+      if (!grants.length) continue;
+      const held = grants.join(' and ');
+      if (opts.hardenPublic) note(`revoked ${held} on schema public from PUBLIC in database ${database} (every role of it)`);
+      else
+        note(
+          `PUBLIC holds ${held} on schema public in database ${database}: every role, the group roles included, ` +
+            `${grants.includes('CREATE') ? 'may create objects there and ' : ''}may use what others grant to PUBLIC there. Left as it is: ` +
+            `it is every application's. To take it away (it changes every role of the database): rerun with --harden-public, ` +
+            `or run: revoke create, usage on schema public from public;`,
+        );
+    }
   });
 }

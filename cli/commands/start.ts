@@ -1,5 +1,4 @@
 import { statSync } from 'node:fs';
-import path from 'node:path';
 import type { Command } from 'commander';
 import { spawnChild, type Child } from '../child.js';
 import { openDatabases } from '../database.js';
@@ -12,7 +11,8 @@ import { createCredentialStore } from '../credentials.js';
 import { packageRoot } from '../../src/paths.js';
 import { ensureGroupUser, GROUP_USERS_VARIABLE, groupUsersEnabled, installUnreachableByOthers, type RunAs } from '../os-users.js';
 import { spawnKeepingPort } from '../ports.js';
-import { createRegistry, type Registry } from '../registry.js';
+import { askSupervisor, ensureSupervisor, type StartedInstance } from '../daemon.js';
+import { createRegistry, instanceKey, type Registry } from '../registry.js';
 import { prepareIdentities, type GroupIdentity } from '../roles.js';
 import { createLinePrefixer, createSupervisor, entryOf, slotKey, type Slot } from '../supervisor.js';
 import { splitPool } from '../../src/config.js';
@@ -47,22 +47,35 @@ function replicaEnv(env: Record<string, string>, spec: GroupSpec, replica: numbe
 
 const userOf = (label: string) => label.replace(/^[^@]*@/, '');
 
-/** Refuses groups that are already running, or whose schema a running group already uses. */
-function checkAgainstRunning(specs: GroupSpec[], registry: Registry, instancesDir: string): void {
-  const { live } = registry.list();
+/**
+ * Refuses groups that are already running, or whose schema a running group already uses. With
+ * --all, running groups are left as they are and the others start ("make sure all are up").
+ * Returns the groups to start.
+ */
+function checkAgainstRunning(specs: GroupSpec[], registry: Registry, opts: StartOptions): GroupSpec[] {
+  const { live, down } = registry.list();
   const problems: string[] = [];
+  const toStart: GroupSpec[] = [];
   for (const s of specs) {
     const same = live.find((e) => e.group === s.name);
     if (same) {
+      if (opts.all) {
+        note(`group ${s.name} is already running (pid ${same.pid} at ${same.url}); left as it is`);
+        continue;
+      }
       problems.push(
-        `group ${s.name} is already running (pid ${same.pid} at ${same.url}); stop it first: ${commandHint(`stop --group ${s.name}`, instancesDir)}`,
+        `group ${s.name} is already running (pid ${same.pid} at ${same.url}); stop it first: ${commandHint(`stop --group ${s.name}`, opts.instancesDir)}`,
       );
       continue;
     }
     const clash = live.find((e) => e.schema === s.config.db.schema && userOf(e.database) === userOf(s.databaseLabel));
     if (clash) problems.push(`group ${s.name} would use schema "${clash.schema}", which running group ${clash.group} already serves`);
+    toStart.push(s);
   }
   if (problems.length) throw new UserError(problems.join('\n'));
+  // A crashed instance's entry (kept so status shows it) is replaced by this start.
+  for (const e of down) if (toStart.some((s) => s.name === e.group)) registry.remove(instanceKey(e));
+  return toStart;
 }
 
 /**
@@ -109,9 +122,12 @@ export function formatStartTable(
 export async function startGroups(opts: StartOptions, launcher: LauncherEnvironment): Promise<number> {
   const envDir = resolveDir(opts.envDir);
   const registry = createRegistry(resolveDir(opts.instancesDir));
-  const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
   const replicasFlag = parseReplicas(opts.replicas);
-  checkAgainstRunning(specs, registry, opts.instancesDir);
+  const specs = checkAgainstRunning(loadGroups(selectGroupNames(opts, envDir), envDir, launcher), registry, opts);
+  if (!specs.length) {
+    note('every group is already running');
+    return 0;
+  }
   for (const s of specs) for (const w of s.warnings) note(`group ${s.name}: warning: ${w}`);
 
   const t0 = Date.now();
@@ -164,48 +180,77 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   });
   const prefix = createLinePrefixer(slots.map(slotKey));
 
-  let interrupted = false;
-  const started: Child[] = [];
-  const abortStart = () => {
-    interrupted = true;
-  };
-  process.once('SIGINT', abortStart);
-  process.once('SIGTERM', abortStart);
-  const results = await Promise.allSettled(
-    slots.map(async (slot) => {
-      const logFile = opts.detach ? path.join(registry.dir, `${slotKey(slot)}.log`) : undefined;
-      const spawnOpts = {
-        env: slot.env,
-        detached: opts.detach,
-        logFile,
-        onLine: opts.detach ? undefined : prefix(slotKey(slot)),
+  // What the table shows of each started instance.
+  const shown = new Map<string, { label: string | null; schema: string; url: string; pid: number }>();
+  if (opts.detach) {
+    // The directory's supervisor spawns the children, so that it sees them exit and restarts them.
+    let answer;
+    try {
+      await ensureSupervisor(registry.dir, launcher);
+      answer = await askSupervisor<{ ok: true; started: StartedInstance[] } | { ok: false; errors: string[] }>(registry.dir, {
+        type: 'start',
+        envDir,
+        launcher: { databaseUrl: launcher.databaseUrl, roles: launcher.roles },
         timeoutMs: opts.timeoutMs,
-        runAs: slot.runAs,
-      };
-      // The port this instance had last time, when it is free: the URL an operator copied stays true.
-      const child = await spawnKeepingPort(slot.spec, spawnOpts, registry.lastPort(slotKey(slot)), (o) => spawnChild(slot.spec, o));
-      started.push(child);
-      slot.child = child;
-      registry.write(entryOf(slot, child, { supervisorPid: opts.detach ? null : process.pid, logFile: logFile ?? null }));
-      return child;
-    }),
-  );
-  process.off('SIGINT', abortStart);
-  process.off('SIGTERM', abortStart);
-
-  const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
-  if (failures.length || interrupted) {
-    // All or nothing: a half-started set of groups would be worse than none.
-    await Promise.all(started.map((c) => c.stop()));
-    for (const s of slots) registry.remove(slotKey(s));
-    await databases.release();
-    for (const f of failures) note(f instanceof UserError ? f.message : `unexpected error: ${f.stack ?? f.message}`);
-    note(
-      interrupted
-        ? 'interrupted; every started group was stopped'
-        : `${failures.length} of ${specs.length} group(s) failed to start; nothing is left running`,
+        slots: slots.map((s) => ({
+          group: s.spec.name,
+          replica: s.replica,
+          replicas: s.replicas,
+          env: s.env,
+          role: s.role,
+          analyze: s.analyze,
+          serverKey: s.serverKey,
+          runAs: s.runAs,
+        })),
+      });
+    } catch (err) {
+      answer = { ok: false as const, errors: [(err as Error).message] };
+    }
+    if (!answer?.ok) {
+      await databases.release();
+      const errors = answer?.errors ?? ['the supervisor went away before answering'];
+      for (const e of errors) note(e);
+      note(`${errors.length} of ${specs.length} group(s) failed to start; nothing is left running`);
+      return 1;
+    }
+    for (const i of answer.started) shown.set(i.key, i);
+  } else {
+    let interrupted = false;
+    const started: Child[] = [];
+    const abortStart = () => {
+      interrupted = true;
+    };
+    process.once('SIGINT', abortStart);
+    process.once('SIGTERM', abortStart);
+    const results = await Promise.allSettled(
+      slots.map(async (slot) => {
+        const spawnOpts = { env: slot.env, onLine: prefix(slotKey(slot)), timeoutMs: opts.timeoutMs, runAs: slot.runAs };
+        // The port this instance had last time, when it is free: the URL an operator copied stays true.
+        const child = await spawnKeepingPort(slot.spec, spawnOpts, registry.lastPort(slotKey(slot)), (o) => spawnChild(slot.spec, o));
+        started.push(child);
+        slot.child = child;
+        registry.write(entryOf(slot, child, { supervisorPid: process.pid, logFile: null, mode: 'foreground' }));
+        shown.set(slotKey(slot), child);
+        return child;
+      }),
     );
-    return 1;
+    process.off('SIGINT', abortStart);
+    process.off('SIGTERM', abortStart);
+
+    const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
+    if (failures.length || interrupted) {
+      // All or nothing: a half-started set of groups would be worse than none.
+      await Promise.all(started.map((c) => c.stop()));
+      for (const s of slots) registry.remove(slotKey(s));
+      await databases.release();
+      for (const f of failures) note(f instanceof UserError ? f.message : `unexpected error: ${f.stack ?? f.message}`);
+      note(
+        interrupted
+          ? 'interrupted; every started group was stopped'
+          : `${failures.length} of ${specs.length} group(s) failed to start; nothing is left running`,
+      );
+      return 1;
+    }
   }
 
   const ms = Date.now() - t0;
@@ -214,7 +259,8 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
       slots.map((s) => {
         const a = allocationOf(s.spec.name);
         const pool = `${formatSplit(splitPool(a.pool, a.analyze))}${a.explicit ? '' : a.pooled ? ' (pgbouncer)' : ' (budget)'}`;
-        return { group: slotKey(s), label: s.child!.label, schema: s.child!.schema, role: s.role, url: s.child!.url, pid: s.child!.pid, pool };
+        const i = shown.get(slotKey(s))!;
+        return { group: slotKey(s), label: i.label, schema: i.schema, role: s.role, url: i.url, pid: i.pid, pool };
       }),
     ) + '\n',
   );
@@ -237,16 +283,21 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   );
 
   if (opts.detach) {
-    for (const c of started) c.release();
     // Children under their own users did not join the embedded cluster: it stays up while they run.
-    if (runAs) for (const s of slots) if (databases.isEmbedded(s.spec)) databases.holdFor(s.spec, s.child!.pid);
+    if (runAs) for (const s of slots) if (databases.isEmbedded(s.spec)) databases.holdFor(s.spec, shown.get(slotKey(s))!.pid);
     // The children joined the embedded cluster themselves; leaving it does not stop it.
     await databases.release();
-    note(`detached; registry in ${registry.dir}; stop with: ${commandHint('stop --all', opts.instancesDir)}`);
+    note(`detached; supervised in the background; registry in ${registry.dir}; stop with: ${commandHint('stop --all', opts.instancesDir)}`);
     return 0;
   }
 
-  const supervisor = createSupervisor(slots, { registry, prefix, baseEnv: launcher.inherited });
+  const supervisor = createSupervisor(slots, {
+    registry,
+    prefix,
+    baseEnv: launcher.inherited,
+    mode: 'foreground',
+    maxRestarts: launcher.maxRestarts,
+  });
   let stopping: Promise<void> | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {

@@ -1,9 +1,13 @@
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
+import { readEnvFile } from '../env-files.js';
+import { UserError } from '../errors.js';
 import { fetchHealth } from '../child.js';
-import { resolveDir } from '../groups.js';
+import { resolveDir, SHARED_FILE } from '../groups.js';
 import { addInstancesDirFlag } from '../options.js';
 import { formatTable, note } from '../output.js';
-import { createRegistry, instanceKey, type RegistryEntry } from '../registry.js';
+import { createRegistry, instanceKey, type InstanceState, type LastExit, type RegistryEntry } from '../registry.js';
 import { splitPool, type PoolSplit } from '../../src/config.js';
 import { formatSplit } from '../budget.js';
 
@@ -15,7 +19,15 @@ function poolOf(health: unknown): PoolSplit | undefined {
 }
 
 /** One row of `vcon-launch status --json`: the registry entry plus the live /health. */
-export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path'> {
+export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path' | 'state' | 'restarts' | 'last_exit'> {
+  /** running, restarting (crashed; its supervisor brings it back) or crashed (its supervisor gave up). */
+  state: InstanceState;
+  /** Seconds since the current process started; null when none runs. */
+  uptime_s: number | null;
+  /** Restarts by its supervisor since `start`. */
+  restarts: number;
+  /** How the previous process ended ({code, signal, at}), or null when none crashed. */
+  last_exit: LastExit | null;
   /** The instance's connections: DB_POOL_MAX split into requests and the index thread, and its analyze connections beside it. */
   db_split: PoolSplit | undefined;
   /** healthy (200), busy (503 with status busy: up, every connection in use), unhealthy (another answer) or unreachable (no answer). */
@@ -29,17 +41,24 @@ export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path'> {
  * group for its /health, all in parallel.
  */
 export async function collectStatus(instancesDir: string, onStale: (group: string, pid: number) => void = () => {}): Promise<GroupStatus[]> {
-  const { live, stale } = createRegistry(instancesDir).list();
+  const { live, down, stale } = createRegistry(instancesDir).list();
   for (const s of stale) onStale(instanceKey(s), s.pid);
-  return Promise.all(
-    live.map(async (e) => {
-      const h = await fetchHealth(`${e.url}${e.api_base_path ?? '/api/v1'}`);
+  const now = Date.now();
+  const rows = await Promise.all(
+    [...live, ...down].map(async (e) => {
+      const state: InstanceState = e.state ?? 'running';
+      const h = state === 'crashed' ? { status: 0, body: null } : await fetchHealth(`${e.url}${e.api_base_path ?? '/api/v1'}`);
       const busy = (h.body as { status?: string } | undefined)?.status === 'busy';
       const status: GroupStatus['status'] = h.status === 200 ? 'healthy' : h.status === 0 ? 'unreachable' : busy ? 'busy' : 'unhealthy';
+      const since = Date.parse(e.started_at);
       return {
         group: e.group,
         replica: e.replica,
         replicas: e.replicas,
+        state,
+        uptime_s: state === 'running' && Number.isFinite(since) ? Math.max(0, Math.round((now - since) / 1000)) : null,
+        restarts: e.restarts ?? 0,
+        last_exit: e.last_exit ?? null,
         pid: e.pid,
         url: e.url,
         port: e.port,
@@ -52,6 +71,7 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
         env_file: e.env_file,
         started_at: e.started_at,
         supervisor_pid: e.supervisor_pid,
+        mode: e.mode ?? (e.supervisor_pid ? 'foreground' : 'detached'),
         log_file: e.log_file,
         database_key: e.database_key,
         server_key: e.server_key,
@@ -63,12 +83,43 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
       };
     }),
   );
+  return rows.sort((a, b) => a.group.localeCompare(b.group) || a.replica - b.replica);
+}
+
+/** "SIGKILL", "code 1", or "-". */
+export const formatExit = (e: LastExit | null) => (!e ? '-' : e.signal ? e.signal : e.code !== null ? `code ${e.code}` : 'failed to start');
+
+/** 3725 → "1h02m". */
+export function formatUptime(s: number | null): string {
+  if (s === null) return '-';
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  return `${Math.floor(s / 86_400)}d${String(Math.floor((s % 86_400) / 3600)).padStart(2, '0')}h`;
 }
 
 /** The status table: what the registry says next to what each instance reports about itself. */
 export function formatStatusTable(rows: GroupStatus[]): string {
   return formatTable(
-    ['GROUP', 'STATUS', 'PID', 'URL', 'SCHEMA', 'ROLE', 'LABEL', 'DATABASE', 'POOL', 'CONNS', 'INDEX LAG', 'REPORTED (schema / label / db)', 'MODE'],
+    [
+      'GROUP',
+      'STATE',
+      'STATUS',
+      'UPTIME',
+      'RESTARTS',
+      'LAST EXIT',
+      'PID',
+      'URL',
+      'SCHEMA',
+      'ROLE',
+      'LABEL',
+      'DATABASE',
+      'POOL',
+      'CONNS',
+      'INDEX LAG',
+      'REPORTED (schema / label / db)',
+      'MODE',
+    ],
     rows.map((r) => {
       const h = (r.health ?? {}) as {
         schema?: string;
@@ -84,7 +135,11 @@ export function formatStatusTable(rows: GroupStatus[]): string {
       const lag = h.index ? `${h.index.lag_s ?? 0}s (${h.index.pending ?? 0} queued)` : '-';
       return [
         instanceKey(r),
+        r.state,
         r.status,
+        formatUptime(r.uptime_s),
+        r.restarts,
+        formatExit(r.last_exit),
         r.pid,
         r.url,
         r.schema,
@@ -95,10 +150,126 @@ export function formatStatusTable(rows: GroupStatus[]): string {
         conns,
         lag,
         reported,
-        r.supervisor_pid ? `foreground (${r.supervisor_pid})` : 'detached',
+        `${r.mode}${r.supervisor_pid ? ` (${r.mode === 'detached' ? 'supervisor ' : ''}${r.supervisor_pid})` : ''}`,
       ];
     }),
   );
+}
+
+/** Samples of one Prometheus text exposition, by metric name (labels kept as written). */
+export function parseMetrics(text: string): Map<string, { labels: string; value: number }[]> {
+  const out = new Map<string, { labels: string; value: number }[]>();
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const list = out.get(m[1]) ?? [];
+    list.push({ labels: m[2] ?? '', value: Number(m[3]) });
+    out.set(m[1], list);
+  }
+  return out;
+}
+
+const sumOf = (m: Map<string, { value: number }[]>, name: string) => m.get(name)?.reduce((n, s) => n + s.value, 0);
+
+/** The p95 of a histogram's observations between two scrapes (buckets summed over every label but `le`). */
+function p95Between(
+  before: Map<string, { labels: string; value: number }[]>,
+  after: Map<string, { labels: string; value: number }[]>,
+  name: string,
+): number | undefined {
+  const byLe = (m: Map<string, { labels: string; value: number }[]>) => {
+    const out = new Map<number, number>();
+    for (const s of m.get(`${name}_bucket`) ?? []) {
+      const le = /le="([^"]+)"/.exec(s.labels)?.[1];
+      if (le === undefined) continue;
+      const bound = le === '+Inf' ? Infinity : Number(le);
+      out.set(bound, (out.get(bound) ?? 0) + s.value);
+    }
+    return out;
+  };
+  const a = byLe(before);
+  const b = byLe(after);
+  const bounds = [...b.keys()].sort((x, y) => x - y);
+  const total = (b.get(Infinity) ?? 0) - (a.get(Infinity) ?? 0);
+  if (!total) return undefined;
+  for (const le of bounds) if ((b.get(le) ?? 0) - (a.get(le) ?? 0) >= total * 0.95) return le;
+  return undefined;
+}
+
+/** The key /metrics accepts: METRICS_KEY, else one of the group's keys (read-only ones included). */
+function metricsKeyOf(envFile: string): { header: string; key: string } | undefined {
+  let env: Record<string, string | undefined>;
+  try {
+    env = { ...readEnvFile(path.join(path.dirname(envFile), SHARED_FILE)), ...readEnvFile(envFile) };
+  } catch {
+    return undefined;
+  }
+  const key = [env.METRICS_KEY, ...(env.API_KEYS_READONLY ?? '').split(','), ...(env.API_KEYS ?? '').split(',')].map((k) => k?.trim()).find((k) => k);
+  return key ? { header: env.API_KEY_HEADER?.trim() || 'authorization', key } : undefined;
+}
+
+async function scrape(row: GroupStatus): Promise<Map<string, { labels: string; value: number }[]> | undefined> {
+  if (row.state !== 'running') return undefined;
+  const auth = metricsKeyOf(row.env_file);
+  try {
+    const headers: Record<string, string> = {};
+    if (auth) headers[auth.header] = auth.header.toLowerCase() === 'authorization' ? `Bearer ${auth.key}` : auth.key;
+    const res = await fetch(`${row.url}/metrics`, { headers, signal: AbortSignal.timeout(2_000) });
+    return res.ok ? parseMetrics(await res.text()) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `status --watch`: every interval, one live line per instance: requests per second and their
+ * p95 since the previous draw (from the group's /metrics, when it serves them), its pool in use
+ * and waiting, index lag and MCP sessions. On a terminal the table is redrawn in place.
+ */
+async function watch(instancesDir: string, seconds: number): Promise<void> {
+  let stop = false;
+  process.once('SIGINT', () => (stop = true));
+  process.once('SIGTERM', () => (stop = true));
+  let previous = new Map<string, { at: number; metrics: Map<string, { labels: string; value: number }[]> }>();
+  for (;;) {
+    const rows = await collectStatus(instancesDir);
+    const now = Date.now();
+    const next = new Map<string, { at: number; metrics: Map<string, { labels: string; value: number }[]> }>();
+    const lines = await Promise.all(
+      rows.map(async (r) => {
+        const key = instanceKey(r);
+        const metrics = await scrape(r);
+        const before = previous.get(key);
+        if (metrics) next.set(key, { at: now, metrics });
+        const h = (r.health ?? {}) as {
+          pool?: { size?: number; in_use?: number; waiting?: number };
+          index?: { lag_s?: number; pending?: number } | null;
+        };
+        let rate = '-';
+        let p95 = '-';
+        if (metrics && before) {
+          const dt = (now - before.at) / 1000;
+          const d = (sumOf(metrics, 'vcon_http_requests_total') ?? 0) - (sumOf(before.metrics, 'vcon_http_requests_total') ?? 0);
+          rate = dt > 0 ? (d / dt).toFixed(1) : '-';
+          const q = p95Between(before.metrics, metrics, 'vcon_http_request_duration_seconds');
+          p95 = q === undefined ? '-' : q === Infinity ? '>max' : `${Math.round(q * 1000)} ms`;
+        }
+        const mcp = metrics ? (sumOf(metrics, 'vcon_mcp_sessions') ?? '-') : '-';
+        const pool = h.pool ? `${h.pool.in_use ?? 0}/${h.pool.size ?? '?'}${h.pool.waiting ? ` (+${h.pool.waiting} waiting)` : ''}` : '-';
+        const lag = h.index ? `${h.index.lag_s ?? 0}s (${h.index.pending ?? 0} queued)` : '-';
+        return [key, r.state, r.status, formatUptime(r.uptime_s), r.restarts, rate, p95, pool, lag, mcp];
+      }),
+    );
+    previous = next;
+    const table = rows.length
+      ? formatTable(['GROUP', 'STATE', 'STATUS', 'UPTIME', 'RESTARTS', 'REQ/S', 'P95', 'POOL', 'INDEX LAG', 'MCP'], lines)
+      : 'no groups are running';
+    const stamp = `vcon-launch status --watch: ${new Date(now).toISOString()} (every ${seconds} s; Ctrl-C stops)`;
+    process.stdout.write(process.stdout.isTTY ? `\x1b[H\x1b[2J${stamp}\n${table}\n` : `${stamp}\n${table}\n\n`);
+    const until = Date.now() + seconds * 1000;
+    while (!stop && Date.now() < until) await sleep(Math.min(100, until - Date.now()));
+    if (stop) return;
+  }
 }
 
 /** Wires `vcon-launch status`. */
@@ -106,9 +277,17 @@ export function registerStatus(program: Command): void {
   const cmd = program
     .command('status')
     .description("list running groups with each instance's live /health")
-    .option('--json', 'print a JSON array (group, pid, url, port, schema, role, label, status, health, ...)');
+    .option('--json', 'print a JSON array (group, state, uptime_s, restarts, last_exit, pid, url, port, schema, role, label, status, health, ...)')
+    .option('--watch [seconds]', 'redraw a live table (requests/s, p95, pool, index lag, MCP sessions) every few seconds until Ctrl-C');
   addInstancesDirFlag(cmd);
-  cmd.action(async (opts: { json?: boolean; instancesDir: string }) => {
+  cmd.action(async (opts: { json?: boolean; watch?: string | boolean; instancesDir: string }) => {
+    if (opts.watch !== undefined && opts.watch !== false) {
+      const seconds = opts.watch === true ? 2 : Number(opts.watch);
+      if (!Number.isFinite(seconds) || seconds <= 0) throw new UserError(`--watch takes a number of seconds, got "${String(opts.watch)}"`);
+      if (opts.json) throw new UserError('use either --watch or --json, not both');
+      await watch(resolveDir(opts.instancesDir), seconds);
+      return;
+    }
     const rows = await collectStatus(resolveDir(opts.instancesDir), (group, pid) =>
       note(`removed the stale entry of group ${group} (pid ${pid} is no longer running)`),
     );

@@ -4,7 +4,8 @@ import { UserError } from '../errors.js';
 import { resolveDir } from '../groups.js';
 import { addInstancesDirFlag } from '../options.js';
 import { note } from '../output.js';
-import { createRegistry, instanceKey } from '../registry.js';
+import { askSupervisor, type StopAnswer } from '../daemon.js';
+import { createRegistry, instanceKey, isSupervisor } from '../registry.js';
 
 /** Options of `vcon-launch stop`. */
 export interface StopOptions {
@@ -20,7 +21,8 @@ export interface StopResult {
   /** The instance: the group, or group@N for a replica. */
   group: string;
   pid: number | null;
-  outcome: 'stopped' | 'killed' | 'not running';
+  /** cleared: a crashed instance (no process) whose entry was removed. */
+  outcome: 'stopped' | 'killed' | 'not running' | 'cleared';
 }
 
 /**
@@ -29,23 +31,46 @@ export interface StopResult {
  */
 export async function stopGroups(opts: StopOptions): Promise<StopResult[]> {
   const registry = createRegistry(resolveDir(opts.instancesDir));
-  const { live } = registry.list();
+  const { live, down } = registry.list();
   const named = opts.group ?? [];
   if (opts.all && named.length) throw new UserError('use either --group NAME or --all, not both');
   if (!opts.all && !named.length) throw new UserError('name the groups with --group NAME (repeatable) or use --all');
-  const targets = opts.all ? [...new Set(live.map((e) => e.group))] : [...new Set(named)];
+  const targets = opts.all ? [...new Set([...live, ...down].map((e) => e.group))] : [...new Set(named)];
+  const graceMs = opts.timeoutMs ?? 15_000;
   const results = await Promise.all(
     targets.map(async (group): Promise<StopResult[]> => {
       // Every replica of the group.
       const entries = live.filter((e) => e.group === group);
-      if (!entries.length) return [{ group, pid: null, outcome: 'not running' }];
-      return Promise.all(
-        entries.map(async (entry): Promise<StopResult> => {
-          const outcome = await stopPid(entry.pid, opts.timeoutMs ?? 15_000);
-          registry.remove(instanceKey(entry));
-          return { group: instanceKey(entry), pid: entry.pid, outcome: outcome === 'killed' ? 'killed' : 'stopped' };
-        }),
+      const crashed = down.filter((e) => e.group === group);
+      // A crashed instance has no process: stopping it clears the entry that kept it listed.
+      for (const e of crashed) registry.remove(instanceKey(e));
+      const cleared = crashed.map((e): StopResult => ({ group: instanceKey(e), pid: null, outcome: 'cleared' }));
+      if (!entries.length) return cleared.length ? cleared : [{ group, pid: null, outcome: 'not running' }];
+      // Instances of the detached supervisor are stopped through it, so it does not restart them.
+      const supervised = entries.filter((e) => e.mode === 'detached' && isSupervisor(e.supervisor_pid));
+      const answer = supervised.length
+        ? await askSupervisor<StopAnswer>(registry.dir, {
+            type: 'stop',
+            keys: supervised.map(instanceKey),
+            graceMs,
+          })
+        : undefined;
+      const done = new Map((answer?.results ?? []).map((r) => [r.key, r]));
+      const others = await Promise.all(
+        entries
+          .filter((e) => !done.has(instanceKey(e)))
+          .map(async (entry): Promise<StopResult> => {
+            const outcome = await stopPid(entry.pid, graceMs);
+            registry.remove(instanceKey(entry));
+            return { group: instanceKey(entry), pid: entry.pid, outcome: outcome === 'killed' ? 'killed' : 'stopped' };
+          }),
       );
+      const viaSupervisor = [...done.values()].map((r): StopResult => ({
+        group: r.key,
+        pid: r.pid,
+        outcome: r.outcome === 'not running' ? 'stopped' : r.outcome,
+      }));
+      return [...viaSupervisor, ...others, ...cleared];
     }),
   );
   return results.flat();
@@ -67,6 +92,7 @@ export function registerStop(program: Command): void {
     if (!results.length) process.stdout.write('no groups are running\n');
     for (const r of results) {
       if (r.outcome === 'not running') process.stdout.write(`${r.group}: not running\n`);
+      else if (r.outcome === 'cleared') process.stdout.write(`${r.group}: crashed; removed from the list\n`);
       else process.stdout.write(`${r.group}: ${r.outcome === 'killed' ? 'killed after the timeout' : 'stopped'} (pid ${r.pid})\n`);
     }
     if (results.some((r) => r.outcome === 'killed')) note('some groups did not stop within the timeout and were killed');

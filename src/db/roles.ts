@@ -165,6 +165,12 @@ export interface ProvisionInput {
   password: string;
   /** The analyze role; omitted, none is made. */
   analyze?: { role: string; password: string; limits?: AnalyzeLimits };
+  /**
+   * Also revoke CREATE and USAGE on schema public from PUBLIC: a database-wide change that reaches
+   * every role, other applications' included, so only on request (or on the launcher's own
+   * embedded database). Without it nothing outside the group's own roles and schema changes.
+   */
+  hardenPublic?: boolean;
 }
 
 export interface ProvisionOutcome {
@@ -206,7 +212,8 @@ export async function provisionGroupRoles(admin: Sql, input: ProvisionInput): Pr
                     pg_catalog.set_config('vcon.analyze_role', ${input.analyze?.role ?? ''}, true),
                     pg_catalog.set_config('vcon.analyze_password', ${input.analyze?.password ?? ''}, true),
                     pg_catalog.set_config('vcon.analyze_marker', ${roleMarker(database, schema, 'analyze')}, true),
-                    pg_catalog.set_config('vcon.analyze_connections', ${String(limits.connections)}, true)`;
+                    pg_catalog.set_config('vcon.analyze_connections', ${String(limits.connections)}, true),
+                    pg_catalog.set_config('vcon.harden_public', ${input.hardenPublic ? 'on' : 'off'}, true)`;
     // Every statement below is a catalog change: none reads a table, calls a function or builds an
     // index of the group's schema, and names resolve in pg_catalog only (openAdmin's search_path).
     await tx`
@@ -266,7 +273,9 @@ export async function provisionGroupRoles(admin: Sql, input: ProvisionInput): Pr
         execute pg_catalog.format('revoke create on database %I from %I', pg_catalog.current_database(), r);
         -- public: no objects of ours live there, and a group must not share a namespace with others.
         execute pg_catalog.format('revoke all on schema public from %I', r);
-        revoke create, usage on schema public from public;
+        if pg_catalog.current_setting('vcon.harden_public') = 'on' then
+          revoke create, usage on schema public from public;
+        end if;
         execute pg_catalog.format('alter role %I set search_path to %I, extensions', r, s);
 
         if a <> '' then
@@ -334,13 +343,32 @@ export async function setRolePassword(admin: Sql, role: string, password: string
  * (teardown of tests and groups).
  */
 export async function dropGroupRoles(admin: Sql, schema: string): Promise<void> {
-  // DROP OWNED rewrites the same shared ACL rows as provisioning: serialise on its lock, or a
-  // concurrent provision (or drop) fails with 'tuple concurrently updated'.
-  await admin.begin(async (tx) => {
+  await removeGroupObjects(admin, schema, { schema: false });
+}
+
+/**
+ * Drops a group for good in ONE transaction: its schema with everything in it (unless
+ * `schema: false`), then its roles (those carrying this group's marker) with their grants. Any
+ * refusal (a role still holding rights elsewhere, an admin that may not drop them) rolls all of it
+ * back: nothing changed. Returns what was dropped.
+ */
+export async function removeGroupObjects(admin: Sql, schema: string, opts: { schema?: boolean } = {}): Promise<{ schema: boolean; roles: string[] }> {
+  return admin.begin(async (tx) => {
+    // DROP OWNED rewrites the same shared ACL rows as provisioning: serialise on its lock, or a
+    // concurrent provision (or drop) fails with 'tuple concurrently updated'.
     await lockForTransaction(tx, 'vcon-launch:provision');
     const database = await currentDatabase(tx as unknown as Sql);
+    let droppedSchema = false;
+    if (opts.schema !== false) {
+      const [found] = await tx<{ n: number }[]>`select count(*)::int as n from pg_catalog.pg_namespace where nspname = ${schema}`;
+      if (found.n) {
+        await tx.unsafe(`drop schema ${quoteIdent(schema)} cascade`);
+        droppedSchema = true;
+      }
+    }
     const { role, analyzeRole } = groupRoleNames(database, schema);
     const markers = await roleMarkers(tx as unknown as Sql, [role, analyzeRole]);
+    const roles: string[] = [];
     for (const [r, kind] of [
       [analyzeRole, 'analyze'],
       [role, 'server'],
@@ -348,7 +376,9 @@ export async function dropGroupRoles(admin: Sql, schema: string): Promise<void> 
       if (markers.get(r) !== roleMarker(database, schema, kind)) continue;
       await tx.unsafe(`drop owned by ${quoteIdent(r)} cascade`);
       await tx.unsafe(`drop role ${quoteIdent(r)}`);
+      roles.push(r);
     }
+    return { schema: droppedSchema, roles };
   });
 }
 
@@ -375,6 +405,18 @@ export async function otherGroupSchemas(admin: Sql, schema: string): Promise<str
   const rows = await admin<{ s: string }[]>`
     select schemaname as s from pg_catalog.pg_tables where tablename = 'schema_migrations' and schemaname <> ${schema} order by 1`;
   return rows.map((r) => r.s);
+}
+
+/**
+ * What PUBLIC (every role, group roles included) holds on schema public of the connected
+ * database: CREATE lets any role put objects there, USAGE lets it use what others grant to PUBLIC.
+ */
+export async function publicSchemaGrants(admin: Sql): Promise<('CREATE' | 'USAGE')[]> {
+  const rows = await admin<{ privilege_type: 'CREATE' | 'USAGE' }[]>`
+    select a.privilege_type from pg_catalog.pg_namespace n,
+      pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) a
+    where n.nspname = 'public' and a.grantee = 0 order by a.privilege_type`;
+  return rows.map((r) => r.privilege_type);
 }
 
 /** Databases on which PUBLIC (every role, so every group's) holds CONNECT or TEMPORARY, with the privileges held. */

@@ -36,7 +36,8 @@ describe('vcon-launch start --detach / status / stop', () => {
     expect(Object.keys(reg).sort()).toEqual(['one', 'two']);
     for (const e of Object.values(reg) as any[]) {
       expect(isAlive(e.pid)).toBe(true);
-      expect(e.supervisor_pid).toBeNull();
+      // Supervised by the directory's background supervisor (tests/launcher/supervised.test.ts).
+      expect(e).toMatchObject({ mode: 'detached', supervisor_pid: expect.any(Number) });
       expect(e).toMatchObject({ env_file: path.join(ws.envDir, `${e.group}.env`), database: expect.stringContaining('127.0.0.1') });
       expect(Date.parse(e.started_at)).toBeGreaterThan(t0 - 1000);
     }
@@ -81,7 +82,7 @@ describe('vcon-launch start --detach / status / stop', () => {
     expect(r.stderr).toContain('stale entry of group ghost');
     expect(ws.registry().ghost).toBeUndefined();
     const table = await ws.run(['status']);
-    expect(table.stdout).toMatch(/one\s+healthy/);
+    expect(table.stdout).toMatch(/one\s+running\s+healthy/);
   });
 
   test('import goes through the running instance', async () => {

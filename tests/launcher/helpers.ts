@@ -84,6 +84,14 @@ export function createWorkspace(groups: string[], extra: Record<string, Record<s
       return out;
     },
     async cleanup() {
+      // The detached groups' supervisor first, so that it restarts nothing killed below.
+      try {
+        const pid = Number(readFileSync(path.join(instancesDir, 'supervisor.pid'), 'utf8'));
+        // Only this workspace's supervisor: a stale file may name a pid reused since.
+        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(instancesDir)) process.kill(pid, 'SIGKILL');
+      } catch {
+        /* none, or gone */
+      }
       for (const e of Object.values(ws.registry())) {
         try {
           process.kill(e.pid, 'SIGKILL');

@@ -1,0 +1,253 @@
+// The detached supervisor: `start --detach` leaves one per instances directory. It spawns the
+// detached groups' processes itself (so it learns how each one exits), restarts crashed ones with
+// the foreground supervisor's backoff, keeps their registry entries current, and leaves once its
+// last group is stopped. Launchers talk to it over a Unix socket in the instances directory.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer, type Socket } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { packageRoot } from '../src/paths.js';
+import { isAlive } from '../src/process.js';
+import { spawnChild, type Child } from './child.js';
+import type { LauncherEnvironment } from './environment.js';
+import { UserError } from './errors.js';
+import { loadGroup, type GroupSpec } from './groups.js';
+import { note } from './output.js';
+import { spawnKeepingPort } from './ports.js';
+import { createRegistry } from './registry.js';
+import { createSupervisor, slotKey, type Slot } from './supervisor.js';
+
+/** One instance to start, as the launcher prepared it (the spec is rebuilt from the env file). */
+export type SlotRequest = Pick<Slot, 'replica' | 'replicas' | 'env' | 'role' | 'analyze' | 'serverKey' | 'runAs'> & { group: string };
+
+export interface StartedInstance {
+  key: string;
+  pid: number;
+  url: string;
+  port: number;
+  schema: string;
+  label: string | null;
+}
+
+type Request =
+  | { type: 'ping' }
+  | {
+      type: 'start';
+      envDir: string;
+      launcher: Pick<LauncherEnvironment, 'databaseUrl' | 'roles'>;
+      timeoutMs?: number;
+      slots: SlotRequest[];
+    }
+  | { type: 'stop'; keys: string[]; graceMs?: number };
+
+export type StopAnswer = { ok: true; results: { key: string; pid: number | null; outcome: 'stopped' | 'killed' | 'not running' }[] };
+type Response = { ok: true; pid: number } | { ok: true; started: StartedInstance[] } | { ok: false; errors: string[] } | StopAnswer;
+
+/**
+ * The supervisor's socket: in the instances directory, or under the temporary directory when that
+ * path is too long for a Unix socket (about 100 bytes).
+ */
+export function socketPathOf(instancesDir: string): string {
+  const inDir = path.join(instancesDir, 'supervisor.sock');
+  if (Buffer.byteLength(inDir) < 100) return inDir;
+  return path.join(os.tmpdir(), `vcon-launch-${createHash('sha256').update(instancesDir).digest('hex').slice(0, 16)}.sock`);
+}
+
+/** Sends one request to the directory's supervisor; undefined when none is listening. */
+export async function askSupervisor<T extends Response>(instancesDir: string, request: Request): Promise<T | undefined> {
+  const socket: Socket | undefined = await new Promise((resolve) => {
+    const s = createConnection(socketPathOf(instancesDir));
+    s.once('connect', () => resolve(s));
+    s.once('error', () => resolve(undefined));
+  });
+  if (!socket) return undefined;
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: socket, crlfDelay: Infinity });
+    let answered = false;
+    lines.once('line', (line) => {
+      answered = true;
+      socket.end();
+      resolve(JSON.parse(line) as T);
+    });
+    socket.once('close', () => {
+      if (!answered)
+        reject(new UserError(`the supervisor of ${instancesDir} closed the connection without answering; see ${supervisorLog(instancesDir)}`));
+    });
+    socket.on('error', () => undefined);
+    socket.write(JSON.stringify(request) + '\n');
+  });
+}
+
+const supervisorLog = (instancesDir: string) => path.join(instancesDir, 'supervisor.log');
+
+/** The pid of the directory's supervisor, starting one when none answers. */
+export async function ensureSupervisor(instancesDir: string, launcher: LauncherEnvironment): Promise<number> {
+  const running = await askSupervisor<{ ok: true; pid: number }>(instancesDir, { type: 'ping' });
+  if (running) return running.pid;
+  mkdirSync(instancesDir, { recursive: true });
+  const logFd = openSync(supervisorLog(instancesDir), 'a', 0o600);
+  const daemon = spawn(process.execPath, [path.join(packageRoot, 'dist', 'cli', 'index.js'), 'supervise', '--instances-dir', instancesDir], {
+    env: launcher.inherited,
+    detached: true,
+    stdio: ['ignore', logFd, logFd],
+  });
+  daemon.on('error', () => undefined);
+  closeSync(logFd);
+  const pid = daemon.pid;
+  daemon.unref();
+  // Until it listens (or dies: two launchers raced and the other's supervisor won, or it failed).
+  for (;;) {
+    const answer = await askSupervisor<{ ok: true; pid: number }>(instancesDir, { type: 'ping' });
+    if (answer) return answer.pid;
+    if (pid === undefined || !isAlive(pid)) {
+      const again = await askSupervisor<{ ok: true; pid: number }>(instancesDir, { type: 'ping' });
+      if (again) return again.pid;
+      throw new UserError(`could not start the supervisor of ${instancesDir}; see ${supervisorLog(instancesDir)}`);
+    }
+    await sleep(50);
+  }
+}
+
+/**
+ * Runs the supervisor of one instances directory until its last group is stopped. A second
+ * supervisor for the same directory leaves at once.
+ */
+export async function runSupervisor(instancesDir: string, launcher: LauncherEnvironment): Promise<void> {
+  const sockPath = socketPathOf(instancesDir);
+  const registry = createRegistry(instancesDir);
+  const specs = new Map<string, GroupSpec>();
+  let busy = 0;
+  let leaving = false;
+  let resolveLeft!: () => void;
+  const left = new Promise<void>((r) => (resolveLeft = r));
+  const server = createServer();
+  const leave = () => {
+    if (leaving) return;
+    leaving = true;
+    server.close();
+    rmSync(sockPath, { force: true });
+    void supervisor.stopAll().then(resolveLeft);
+  };
+  const leaveIfIdle = () => {
+    if (busy === 0 && supervisor.keys().length === 0) {
+      note('no group left to supervise; leaving');
+      leave();
+    }
+  };
+  const supervisor = createSupervisor([], {
+    registry,
+    prefix: () => () => undefined,
+    baseEnv: {},
+    mode: 'detached',
+    maxRestarts: launcher.maxRestarts,
+    onIdle: leaveIfIdle,
+  });
+
+  const start = async (req: Extract<Request, { type: 'start' }>): Promise<Response> => {
+    const slots: Slot[] = [];
+    try {
+      for (const r of req.slots) {
+        const spec = specs.get(r.group) ?? loadGroup(r.group, req.envDir, req.launcher);
+        specs.set(r.group, spec);
+        slots.push({ ...r, spec, logFile: path.join(instancesDir, `${slotKey({ spec, replica: r.replica, replicas: r.replicas })}.log`) });
+      }
+    } catch (err) {
+      return { ok: false, errors: [(err as Error).message] };
+    }
+    const started: Child[] = [];
+    const results = await Promise.allSettled(
+      slots.map(async (slot) => {
+        const opts = { env: slot.env, detached: true, logFile: slot.logFile, timeoutMs: req.timeoutMs, runAs: slot.runAs };
+        // The port this instance had last time, when it is free: the URL an operator copied stays true.
+        const child = await spawnKeepingPort(slot.spec, opts, registry.lastPort(slotKey(slot)), (o) => spawnChild(slot.spec, o));
+        started.push(child);
+        slot.child = child;
+        return child;
+      }),
+    );
+    const errors = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : []));
+    if (errors.length) {
+      // All or nothing, as in the foreground.
+      await Promise.all(started.map((c) => c.stop()));
+      return { ok: false, errors };
+    }
+    for (const slot of slots) {
+      slot.child!.release();
+      supervisor.add(slot);
+      note(`group ${slotKey(slot)} started: pid ${slot.child!.pid} at ${slot.child!.url}`);
+    }
+    return {
+      ok: true,
+      started: slots.map((s) => ({
+        key: slotKey(s),
+        pid: s.child!.pid,
+        url: s.child!.url,
+        port: s.child!.port,
+        schema: s.child!.schema,
+        label: s.child!.label,
+      })),
+    };
+  };
+
+  const handle = async (req: Request): Promise<Response> => {
+    if (req.type === 'ping') return { ok: true, pid: process.pid };
+    if (req.type === 'stop') return { ok: true, results: await supervisor.stop(req.keys, req.graceMs) };
+    return start(req);
+  };
+
+  server.on('connection', (socket) => {
+    socket.on('error', () => undefined);
+    createInterface({ input: socket, crlfDelay: Infinity }).once('line', (line) => {
+      busy++;
+      void (async () => {
+        let answer: Response;
+        try {
+          answer = leaving ? { ok: false, errors: ['the supervisor is leaving; run the command again'] } : await handle(JSON.parse(line) as Request);
+        } catch (err) {
+          answer = { ok: false, errors: [(err as Error).message] };
+        }
+        socket.end(JSON.stringify(answer) + '\n');
+        busy--;
+        if (answer && !('pid' in answer)) leaveIfIdle();
+      })();
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(sockPath, () => resolve());
+  }).catch(async (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EADDRINUSE') throw err;
+    // Another supervisor answers: it is the directory's. Otherwise the socket is a dead one's.
+    if (await askSupervisor(instancesDir, { type: 'ping' })) {
+      leaving = true;
+      resolveLeft();
+      return;
+    }
+    rmSync(sockPath, { force: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(sockPath, () => resolve());
+    });
+  });
+  if (leaving) return;
+  writeFileSync(path.join(instancesDir, 'supervisor.pid'), `${process.pid}\n`);
+  note(`supervising the detached groups of ${instancesDir} (pid ${process.pid})`);
+  // A launcher that died before handing over its groups leaves nobody to come: do not wait forever.
+  setTimeout(leaveIfIdle, 600_000).unref();
+  // Its groups are detached processes of their own: a terminal hang-up must not end supervision.
+  process.on('SIGHUP', () => undefined);
+  process.on('SIGTERM', () => {
+    // Stopping the supervisor leaves the groups running, unsupervised, as before it existed.
+    note('SIGTERM: leaving; the groups keep running unsupervised');
+    server.close();
+    rmSync(sockPath, { force: true });
+    process.exit(0);
+  });
+  await left;
+  rmSync(path.join(instancesDir, 'supervisor.pid'), { force: true });
+}
