@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createFastBasics, hasBody, type FastGet, type FastGetDeps } from './fast-get.js';
 import { checkJsonValues } from '../domain/elements.js';
-import { checkJsonBytes } from '../domain/exact-json.js';
+import { checkJsonBytes, checkUniqueMembers } from '../domain/exact-json.js';
 import { withWarnings, type ValidationWarning } from '../domain/vcon.js';
 
 /** The media types body.ts parses as JSON. */
@@ -28,22 +28,23 @@ function plainJson(contentType: string | undefined): boolean {
  * values are counted (over `maxElements`: 413, as body-parser's verify answers on express's path)
  * and its bytes checked as body.ts checks them (not UTF-8, or a number a double can't hold: 400).
  */
-function readText(req: IncomingMessage, length: number, maxElements: number): Promise<string> {
+function readText(req: IncomingMessage, length: number, maxElements: number): Promise<{ text: string; bytes: Buffer; members: number }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       // One chunk (most bodies) is decoded as it is: concat would copy it into a new buffer first.
       const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length);
+      let members: number;
       try {
-        checkJsonValues(bytes, maxElements);
+        members = checkJsonValues(bytes, maxElements);
         checkJsonBytes(bytes);
       } catch (err) {
         reject(err as Error);
         return;
       }
       const text = bytes.toString('utf8');
-      resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+      resolve({ text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text, bytes, members });
     });
     // As raw-body: a client gone mid-body is 'aborted' (emitted before the ECONNRESET 'error').
     req.on('aborted', () => reject(Object.assign(new Error('request aborted'), { type: 'request.aborted' })));
@@ -76,7 +77,7 @@ export function createFastCreate(deps: FastGetDeps): FastGet | undefined {
   };
 
   const create = async (req: IncomingMessage, res: ServerResponse, id: string, length: number, keyId: string | null) => {
-    const text = await readText(req, length, config.limits.maxElements);
+    const { text, bytes, members } = await readText(req, length, config.limits.maxElements);
     let doc: unknown;
     try {
       // As body-parser: an empty text (a body of just a BOM) is {}.
@@ -85,6 +86,8 @@ export function createFastCreate(deps: FastGetDeps): FastGet | undefined {
       // As body-parser reports it (the same message), for the same 400 invalid_json.
       throw Object.assign(err as Error, { type: 'entity.parse.failed', status: 400 });
     }
+    // As body.ts: a field name repeated in one object (the parse kept only the last) is a 400.
+    checkUniqueMembers(doc, members, bytes);
     const release = await admission.acquire();
     let r: { uuid: string; created: boolean; warnings: ValidationWarning[] };
     try {
