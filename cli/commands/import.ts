@@ -2,6 +2,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, read
 import path from 'node:path';
 import type { Command } from 'commander';
 import { fetchHealth, spawnChild, type Child } from '../child.js';
+import { groupUsersOf } from './start.js';
 import { createCredentialStore } from '../credentials.js';
 import { openDatabases, type Databases } from '../database.js';
 import { prepareIdentities } from '../roles.js';
@@ -349,7 +350,9 @@ async function startTemporary(
       MCP_HTTP_PORT: '0',
       LOG_LEVEL: 'warn',
     };
-    child = await spawnChild(spec, { env, onLine: () => {} });
+    // As `start` runs the group: as its own OS user when groups run as their own users.
+    const runAs = (await groupUsersOf([spec], launcher))?.get(spec.name);
+    child = await spawnChild(spec, { env, onLine: () => {}, runAs });
   } catch (err) {
     await databases.release();
     throw err;
