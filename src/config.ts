@@ -207,6 +207,8 @@ export const EnvSchema = z.object({
   DB_IDLE_TIMEOUT_S: int(5, 1, 3600),
   INDEX_THREAD_IDLE_S: int(30, 1, 3600),
   INDEX_THREAD_NICE: int(DEFAULT_INDEX_THREAD_NICE, 0, 19),
+  // 0: the index thread's share of VCON_MEMORY_LIMIT (heapLimitsMiB).
+  INDEX_THREAD_HEAP_MB: int(0, 0, 65536),
   DB_QUEUE_TIMEOUT_MS: int(5_000, 0, 600_000),
   DB_POOLER: z
     .string()
@@ -313,6 +315,8 @@ export interface Config {
     indexThreadIdleS: number;
     /** The index thread's nice value on Linux (0: the process's priority). */
     indexThreadNice: number;
+    /** The index thread's old-generation heap (MiB); 0: its share of VCON_MEMORY_LIMIT. */
+    indexThreadHeapMb: number;
     /** How long a request waits for a pooled connection before database_busy. */
     queueTimeoutMs: number;
     /** pgbouncer: transaction pooling in front (no startup parameters, no named prepared statements). */
@@ -373,11 +377,21 @@ export function readEnvironment(env: EnvInput = process.env, cwd = process.cwd()
 }
 
 /**
- * The V8 heap limit (MiB, for --max-old-space-size) of a process whose memory ceiling is
- * VCON_MEMORY_LIMIT: three quarters of it, the rest for what lives outside the heap (request and
- * response buffers, the code, the index thread's own heap and native memory).
+ * The V8 heaps of a process whose memory ceiling is VCON_MEMORY_LIMIT: three quarters of it for
+ * the heaps, the rest for what lives outside them (request and response buffers, the code, native
+ * memory). The index thread has a heap of its own (a worker's heap is not the process's
+ * --max-old-space-size): it gets a fifth of the heaps' share, its young generation included, and
+ * the request thread the rest, so that both together stay within the ceiling.
  */
-export const heapLimitMiB = (memoryBytes: number): number => Math.floor((memoryBytes / 1024 ** 2) * 0.75);
+export function heapLimitsMiB(memoryBytes: number): { main: number; indexOld: number; indexYoung: number } {
+  const heaps = Math.floor((memoryBytes / 1024 ** 2) * 0.75);
+  const indexYoung = 8;
+  const indexOld = Math.floor(heaps / 5) - indexYoung;
+  return { main: heaps - indexOld - indexYoung, indexOld, indexYoung };
+}
+
+/** The request thread's V8 heap limit (MiB, for --max-old-space-size) under VCON_MEMORY_LIMIT. */
+export const heapLimitMiB = (memoryBytes: number): number => heapLimitsMiB(memoryBytes).main;
 
 /** VCON_MEMORY_LIMIT of an environment, in bytes (the default when unset). */
 export const memoryLimitOf = (env: EnvInput): number => EnvSchema.shape.VCON_MEMORY_LIMIT.parse(env.VCON_MEMORY_LIMIT);
@@ -436,6 +450,7 @@ export function parseConfig(env: EnvInput): Config {
       idleTimeoutS: e.DB_IDLE_TIMEOUT_S,
       indexThreadIdleS: e.INDEX_THREAD_IDLE_S,
       indexThreadNice: e.INDEX_THREAD_NICE,
+      indexThreadHeapMb: e.INDEX_THREAD_HEAP_MB,
       queueTimeoutMs: e.DB_QUEUE_TIMEOUT_MS,
       pooler: e.DB_POOLER,
       reservedConnections: e.DB_RESERVED_CONNECTIONS < 0 ? undefined : e.DB_RESERVED_CONNECTIONS,

@@ -22,6 +22,8 @@ export interface IndexThreadData {
    * wait_for=search waits (the thread stops gathering).
    */
   wakes: SharedArrayBuffer;
+  /** Index this many vCons a round instead of the provider's batch (1 after the thread ran out of heap). */
+  batch?: number;
 }
 
 /** Messages from the request thread. */
@@ -47,6 +49,7 @@ const sql = createSql(data.sql);
 const wakes = new Int32Array(data.wakes);
 const { worker } = createIndexing({
   sql,
+  batch: data.batch,
   provider: createEmbeddingProvider(data.config, log),
   log,
   wakes: {

@@ -130,7 +130,14 @@ export function createServices(
         if (r.pending > r.failing) search.pendingSeen();
         return {
           connections: r.n,
-          index: { pending: r.pending, lag_s: Math.round(r.lag_s * 1000) / 1000, failing: r.failing, thread: search.threadRunning() },
+          index: {
+            pending: r.pending,
+            lag_s: Math.round(r.lag_s * 1000) / 1000,
+            failing: r.failing,
+            thread: search.threadRunning(),
+            thread_out_of_heap: search.threadOutOfHeap(),
+            thread_failed: search.threadFailed(),
+          },
         };
       },
       admission,

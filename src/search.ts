@@ -12,6 +12,7 @@ import { createSearchService, type SearchService } from './services/search-servi
 import { createIndexWorker, type WakeCounter } from './services/index-worker.js';
 import type { IndexThreadData, IndexThreadMessage, IndexThreadReport } from './index-thread.js';
 import { Worker } from 'node:worker_threads';
+import { heapLimitsMiB } from './config.js';
 
 const indexRepos = (db: Db): IndexRepos => ({ index: createSearchIndexRepo(db), queue: createIndexQueueRepo(db) });
 
@@ -58,6 +59,8 @@ export function createIndexing(deps: {
   onIdle?: (wakes: number) => void;
   onStuck?: () => void;
   wakes?: WakeCounter;
+  /** vCons a round (default: the provider's batch). */
+  batch?: number;
 }) {
   const { sql, provider, log } = deps;
   const queue = createIndexQueueRepo(sql);
@@ -66,8 +69,8 @@ export function createIndexing(deps: {
   const worker = createIndexWorker({
     indexer,
     log,
-    batch: provider.inline ? INDEX_BATCH : 32,
-    backlogBatch: provider.inline ? 2 * INDEX_BATCH : 32,
+    batch: deps.batch ?? (provider.inline ? INDEX_BATCH : 32),
+    backlogBatch: deps.batch ?? (provider.inline ? 2 * INDEX_BATCH : 32),
     onIdle: deps.onIdle,
     onStuck: deps.onStuck,
     wakes: deps.wakes,
@@ -76,13 +79,29 @@ export function createIndexing(deps: {
   return { queue, indexer, worker };
 }
 
+/** The index thread's settings: what it is given, but for what threadWorker adds. */
+export type IndexThreadSettings = Omit<IndexThreadData, 'wakes' | 'batch'>;
+
+/** Threads that ran out of heap in a row, without a round finding the queue empty between, before indexing leaves the thread. */
+const OUT_OF_HEAP_TRIES = 3;
+
 /**
  * The background worker on a thread of its own: same interface as the in-process one. The thread
  * exists only while there is work (a thread costs ~16 MB of RSS and a connection): started at
  * start() when the queue holds rows (a crash's leftovers), by a write's or a search's wake, or by
  * kick() when /health saw queued rows; retired after INDEX_THREAD_IDLE_S without work.
+ *
+ * Its heap is bounded (resourceLimits, its share of VCON_MEMORY_LIMIT). A thread that runs out of
+ * it is ended by V8; a new one takes over the queue one vCon a round (the batch that did not fit
+ * is retried in pieces), until a round finds the queue empty. After OUT_OF_HEAP_TRIES such ends
+ * in a row, searches and waits index what they need themselves, as after any other failure.
  */
-function threadWorker(settings: Omit<IndexThreadData, 'wakes'>, log: SearchLog, hasPending: () => Promise<boolean>) {
+function threadWorker(settings: IndexThreadSettings, log: SearchLog, hasPending: () => Promise<boolean>) {
+  const limits = heapLimitsMiB(settings.config.limits.memory);
+  const heap = { old: settings.config.db.indexThreadHeapMb || limits.indexOld, young: limits.indexYoung };
+  const resourceLimits = { maxOldGenerationSizeMb: heap.old, maxYoungGenerationSizeMb: heap.young };
+  let outOfHeap = 0;
+  let outOfHeapInARow = 0;
   // From the build: the compiled entry; from the sources (tests, tsx): the .ts one through tsx.
   const fromSource = import.meta.url.endsWith('.ts');
   const entry = new URL(`./index-thread.${fromSource ? 'ts' : 'js'}`, import.meta.url);
@@ -102,22 +121,34 @@ function threadWorker(settings: Omit<IndexThreadData, 'wakes'>, log: SearchLog, 
 
   const spawn = () => {
     wakes = new Int32Array(new SharedArrayBuffer(12));
-    const data: IndexThreadData = { ...settings, wakes: wakes.buffer as SharedArrayBuffer };
+    const data: IndexThreadData = { ...settings, wakes: wakes.buffer as SharedArrayBuffer, batch: outOfHeapInARow > 0 ? 1 : undefined };
     const t = fromSource
       ? // Node 20 does not apply --import loaders to a worker's entry: register tsx, then load it.
         new Worker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`, {
           eval: true,
           workerData: data,
+          resourceLimits,
         })
-      : new Worker(entry, { workerData: data });
+      : new Worker(entry, { workerData: data, resourceLimits });
     t.unref();
     idleSince = undefined;
     const counted = wakes;
     t.on('message', (m: IndexThreadReport) => {
       if (m.type === 'ready') ready = t;
+      if (m.type === 'idle') outOfHeapInARow = 0;
       if (m.type === 'idle' && t === thread && m.wakes === Atomics.load(counted, 0)) idleSince ??= Date.now();
     });
     t.on('error', (err) => {
+      if ((err as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY' && ++outOfHeapInARow < OUT_OF_HEAP_TRIES) {
+        // Ended by V8 at its heap limit: the exit below starts a new thread, one vCon a round.
+        outOfHeap++;
+        log.warn(
+          { heap_mb: heap.old + heap.young, restarts: outOfHeap },
+          'the index thread ran out of its heap (its share of VCON_MEMORY_LIMIT); a new one indexes one vCon a round',
+        );
+        return;
+      }
+      if ((err as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY') outOfHeap++;
       // Searches and wait_for then index what they need themselves (active() is false).
       failed = true;
       log.warn({ err: err.message }, 'the index thread failed; searches index what they need themselves');
@@ -194,6 +225,9 @@ function threadWorker(settings: Omit<IndexThreadData, 'wakes'>, log: SearchLog, 
     },
     /** Whether a thread runs now (/health shows it). */
     running: () => Boolean(thread),
+    /** Threads ended by their heap limit since start, and whether indexing left the thread (/health shows both). */
+    outOfHeap: () => outOfHeap,
+    failed: () => failed,
     /** Rows are queued that no wake announced (another process wrote them): start a thread for them. */
     kick() {
       if (started && !stopped && !failed && !thread) spawn();
@@ -228,7 +262,7 @@ export function createSearch(deps: {
   plugins: readonly Plugin[];
   log: SearchLog;
   /** Index on a thread of its own with these settings (a server process); else on this thread. */
-  thread?: Omit<IndexThreadData, 'wakes'>;
+  thread?: IndexThreadSettings;
 }) {
   const { sql, provider, plugins, log } = deps;
   const { queue, indexer, worker: local } = createIndexing({ sql, provider, log });
@@ -261,6 +295,10 @@ export function createSearch(deps: {
     queue,
     /** Whether an index thread runs now (false when indexing is on this thread). */
     threadRunning: () => threaded?.running() ?? false,
+    /** Index threads ended by their heap limit since start. */
+    threadOutOfHeap: () => threaded?.outOfHeap() ?? 0,
+    /** Whether indexing left the thread after it failed (searches and waits index themselves). */
+    threadFailed: () => threaded?.failed() ?? false,
     /** Queued rows seen by someone else (the /health ping): make sure a thread indexes them. */
     pendingSeen: () => threaded?.kick(),
     start() {

@@ -2,6 +2,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, read
 import path from 'node:path';
 import type { Command } from 'commander';
 import { fetchHealth, spawnChild, type Child } from '../child.js';
+import { groupUsersOf } from './start.js';
 import { createCredentialStore } from '../credentials.js';
 import { openDatabases, type Databases } from '../database.js';
 import { prepareIdentities } from '../roles.js';
@@ -12,7 +13,8 @@ import { loadGroup, resolveDir, type GroupSpec } from '../groups.js';
 import { addEnvDirFlag, addInstancesDirFlag } from '../options.js';
 import { BATCH_MAX, type BatchItem } from '../../src/domain/responses.js';
 import { classifyVcon, withWarnings, type ValidationMode, type ValidationWarning } from '../../src/domain/vcon.js';
-import { checkJsonBytes } from '../../src/domain/exact-json.js';
+import { checkJsonBytes, checkUniqueMembers } from '../../src/domain/exact-json.js';
+import { countJsonValues } from '../../src/domain/elements.js';
 import { jsonSyntaxPosition } from '../json-syntax.js';
 import { contentUuid } from '../content-uuid.js';
 import { note } from '../output.js';
@@ -155,8 +157,12 @@ function readItems(file: string, rejected: ImportOutcome[], follow: boolean, mod
     return reject(`invalid_json: the file is not JSON (line ${at.line}, column ${at.column})`);
   }
   try {
-    // Numbers a double can't hold and bytes that are not UTF-8 would be sent altered.
+    // Numbers a double can't hold, bytes that are not UTF-8 and a field name repeated in one
+    // object (the parse kept only the last) would be sent altered.
     checkJsonBytes(bytes, 'utf-8', 'file');
+    const counts = { members: 0 };
+    countJsonValues(bytes, Infinity, counts);
+    checkUniqueMembers(doc, counts.members, bytes, 'utf-8', 'file');
   } catch (err) {
     return reject(`validation_failed: ${(err as Error).message}`);
   }
@@ -344,7 +350,9 @@ async function startTemporary(
       MCP_HTTP_PORT: '0',
       LOG_LEVEL: 'warn',
     };
-    child = await spawnChild(spec, { env, onLine: () => {} });
+    // As `start` runs the group: as its own OS user when groups run as their own users.
+    const runAs = (await groupUsersOf([spec], launcher))?.get(spec.name);
+    child = await spawnChild(spec, { env, onLine: () => {}, runAs });
   } catch (err) {
     await databases.release();
     throw err;

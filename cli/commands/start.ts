@@ -82,7 +82,7 @@ function checkAgainstRunning(specs: GroupSpec[], registry: Registry, opts: Start
  * Each group's own OS user when groups run as their own users (made when missing), else
  * undefined. Warns about env files other users can read: they hold the group's keys.
  */
-async function groupUsersOf(specs: GroupSpec[], launcher: LauncherEnvironment): Promise<Map<string, RunAs> | undefined> {
+export async function groupUsersOf(specs: GroupSpec[], launcher: LauncherEnvironment): Promise<Map<string, RunAs> | undefined> {
   let why: string | undefined;
   const unreachable = () => (why = installUnreachableByOthers(packageRoot));
   if (!groupUsersEnabled(launcher, undefined, unreachable)) {

@@ -50,7 +50,7 @@ async function loadBinaries(): Promise<Binaries> {
   }
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();

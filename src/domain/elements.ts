@@ -37,8 +37,9 @@ function skipString(bytes: Uint8Array, i: number): number {
  * Exact for valid JSON: the root, one per member (its ':'), one per array element (the first after
  * a non-empty '[', the others after ','). Invalid JSON gets some count and fails its parse after.
  */
-export function countJsonValues(bytes: Uint8Array, max = Infinity): number {
+export function countJsonValues(bytes: Uint8Array, max = Infinity, counts?: { members: number }): number {
   let n = 0;
+  let members = 0;
   // Per open container, from the outermost: 1 an array, 0 an object.
   const arrays: number[] = [];
   const length = bytes.length;
@@ -47,8 +48,10 @@ export function countJsonValues(bytes: Uint8Array, max = Infinity): number {
     if (c === QUOTE) {
       if (n === 0) n = 1;
       i = skipString(bytes, i) - 1;
-    } else if (c === 0x3a /* : */) n++;
-    else if (c === 0x2c /* , */) n += arrays.length > 0 ? arrays[arrays.length - 1] : 0;
+    } else if (c === 0x3a /* : */) {
+      n++;
+      members++;
+    } else if (c === 0x2c /* , */) n += arrays.length > 0 ? arrays[arrays.length - 1] : 0;
     else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       if (n === 0) n = 1;
       const isArray = c === 0x5b ? 1 : 0;
@@ -61,21 +64,25 @@ export function countJsonValues(bytes: Uint8Array, max = Infinity): number {
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) arrays.pop();
     else if (n === 0 && c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09 && c !== 0xef && c !== 0xbb && c !== 0xbf) n = 1; // a bare scalar (a BOM aside)
   }
+  if (counts) counts.members = members;
   return n;
 }
 
-/** Throws 413 too_many_elements when the UTF-8 text of a body holds more than `max` values. */
-export function checkJsonValues(bytes: Uint8Array, max: number): void {
-  if (countJsonValues(bytes, max) > max) throw tooManyElements(max);
+/**
+ * Throws 413 too_many_elements when the UTF-8 text of a body holds more than `max` values; else
+ * answers how many object members it holds (checkUniqueMembers compares it with the parse).
+ */
+export function checkJsonValues(bytes: Uint8Array, max: number): number {
+  const counts = { members: 0 };
+  if (countJsonValues(bytes, max, counts) > max) throw tooManyElements(max);
+  return counts.members;
 }
 
 /**
- * body-parser's `verify` for a JSON body of at most `max` values: it runs on the body's bytes
- * after decompression and before the parse. UTF-16 and UTF-32 bodies are counted as UTF-8.
+ * checkJsonValues for a body body-parser read as `encoding`: UTF-16 and UTF-32 bodies are counted
+ * as UTF-8. Answers the members it holds.
  */
-export const verifyJsonValues =
-  (max: number) =>
-  (_req: unknown, _res: unknown, buf: Buffer, encoding: string): void => {
-    const utf8 = /^utf-?8$/i.test(encoding) ? buf : Buffer.from(new TextDecoder(encoding).decode(buf));
-    checkJsonValues(utf8, max);
-  };
+export function checkBodyValues(buf: Buffer, encoding: string, max: number): number {
+  const utf8 = /^utf-?8$/i.test(encoding) ? buf : Buffer.from(new TextDecoder(encoding).decode(buf));
+  return checkJsonValues(utf8, max);
+}

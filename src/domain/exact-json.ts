@@ -52,14 +52,20 @@ export function numberProblem(token: string): string | undefined {
   return `number ${shown(token)} can't be stored exactly (it would be read back as ${stored}): send it as a string`;
 }
 
-/** What the scan reports: a number, a string value or a field name, with its place in the text. */
-type Visit = (kind: 'number' | 'string' | 'key', start: number, end: number, path: () => (string | number)[]) => boolean | void;
+/**
+ * What the scan reports: a number, a string value or a field name, with its place in the text;
+ * with `sameKey`, a field name its object already holds ('duplicate', instead of 'key').
+ */
+type Visit = (kind: 'number' | 'string' | 'key' | 'duplicate', start: number, end: number, path: () => (string | number)[]) => boolean | void;
 
 interface Frame {
   array: boolean;
   index: number;
   keyStart: number;
   keyEnd: number;
+  /** The object's field names so far (with `sameKey`): the first 16, then all of them. */
+  names?: string[];
+  keys?: Set<string>;
 }
 
 /**
@@ -68,7 +74,7 @@ interface Frame {
  * number of values, not the length of the text. Tolerates broken text (it stops at its end).
  * `decodeKey` turns a field name's text (quotes included) into the name.
  */
-function scanJson(text: string, visit: Visit, decodeKey: (raw: string) => string): void {
+function scanJson(text: string, visit: Visit, decodeKey: (raw: string) => string, sameKey?: (raw: string) => string): void {
   const stack: Frame[] = [];
   let expectKey = false;
   const path = () =>
@@ -99,7 +105,21 @@ function scanJson(text: string, visit: Visit, decodeKey: (raw: string) => string
         top.keyStart = i;
         top.keyEnd = end;
         expectKey = false;
-        if (visit('key', i, end, path)) return;
+        let kind: 'key' | 'duplicate' = 'key';
+        if (sameKey) {
+          const key = sameKey(text.slice(i, end));
+          // Most objects have a few names: a list is cheaper than a set until it grows.
+          const names = (top.names ??= []);
+          if (names.length < 16) {
+            if (names.includes(key)) kind = 'duplicate';
+            else names.push(key);
+          } else {
+            top.keys ??= new Set(names);
+            if (top.keys.has(key)) kind = 'duplicate';
+            else top.keys.add(key);
+          }
+        }
+        if (visit(kind, i, end, path)) return;
       } else if (visit('string', i, end, path)) return;
       i = end;
     } else if (c === 0x7b || c === 0x5b) {
@@ -221,4 +241,69 @@ export function checkJsonBytes(buf: Buffer, encoding = 'utf-8', what = 'body'): 
   }
   const details = inexactNumbers(text, [], 20, decodeKey);
   if (details.length > 0) throw invalid(what, details);
+}
+
+/**
+ * The first field name of JSON text that its object already holds, or undefined. JSON.parse keeps
+ * the last of them and drops the others without a word (data loss the writer is never told of);
+ * I-JSON (RFC 7493) forbids duplicate names, so they are refused. Names are compared as decoded
+ * ("a" and "\u0061" are one name). `utf8View`: the text is UTF-8 bytes viewed as latin1.
+ */
+export function duplicateKey(text: string, decodeKey: (raw: string) => string = JSON.parse, utf8View = false): ErrorDetail | undefined {
+  // Without a backslash the quoted text is the name itself; with one, decode it into the same view.
+  const sameKey = (raw: string) => {
+    if (!raw.includes('\\')) return raw;
+    const name = decodeKey(raw);
+    return utf8View ? `"${Buffer.from(name, 'utf8').toString('latin1')}"` : JSON.stringify(name);
+  };
+  let found: ErrorDetail | undefined;
+  scanJson(
+    text,
+    (kind, start, end, path) => {
+      if (kind !== 'duplicate') return false;
+      const p = path();
+      found = {
+        path: formatPath(p),
+        message: `field name ${JSON.stringify(p[p.length - 1])} appears more than once in its object: send each name once (a JSON parser would keep only the last)`,
+      };
+      return true;
+    },
+    decodeKey,
+    sameKey,
+  );
+  return found;
+}
+
+/** The members of every object of a parsed JSON value ("__proto__" included: JSON.parse makes it an own member). */
+function countMembers(value: unknown): number {
+  let n = 0;
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      for (const x of v) if (x !== null && typeof x === 'object') stack.push(x);
+      continue;
+    }
+    for (const k of Object.keys(v)) {
+      n++;
+      const x = (v as Record<string, unknown>)[k];
+      if (x !== null && typeof x === 'object') stack.push(x);
+    }
+  }
+  return n;
+}
+
+/**
+ * Throws a ValidationError naming the path of a repeated field name when `value`, the parse of
+ * `buf` (read as `encoding`), holds fewer members than the `members` its text was counted to hold:
+ * the parse kept only the last of some name. The count is what makes this cheap; the text is
+ * scanned only to name the path.
+ */
+export function checkUniqueMembers(value: unknown, members: number, buf: Buffer, encoding = 'utf-8', what = 'body'): void {
+  if (countMembers(value) === members) return;
+  const utf8 = encoding === 'utf-8' || encoding === 'utf8';
+  const text = utf8 ? buf.toString('latin1') : new TextDecoder(encoding).decode(buf);
+  const duplicate = duplicateKey(text, utf8 ? decodeLatin1Key : JSON.parse, utf8);
+  if (duplicate) throw invalid(what, [duplicate]);
 }

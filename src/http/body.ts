@@ -1,7 +1,7 @@
 import express, { type RequestHandler } from 'express';
 import type { Config } from '../config.js';
 import { AppError } from '../domain/errors.js';
-import { jsonBodyVerify } from '../transport/json-body.js';
+import { checkParsedBody, jsonBodyVerify } from '../transport/json-body.js';
 import { sendError } from '../transport/errors.js';
 
 const JSON_TYPES = new Set(['application/json', 'application/vcon', 'application/vcon+json']);
@@ -50,7 +50,8 @@ export function createBodyParser(config: Config): RequestHandler {
         );
         return;
       }
-      next(err as Error | undefined);
+      // A field name repeated in one object: the parse kept only the last (400 naming it).
+      next((err as Error | undefined) ?? checkParsedBody(req));
     });
   };
 }

@@ -14,7 +14,7 @@ import { createCors, MCP_CORS } from '../transport/cors.js';
 import { sendError } from '../transport/errors.js';
 import { createBodyGate } from '../transport/in-flight.js';
 import { isInstance, ValidationError } from '../domain/errors.js';
-import { jsonBodyVerify } from '../transport/json-body.js';
+import { checkParsedBody, jsonBodyVerify } from '../transport/json-body.js';
 import type { Scope } from '../services/context.js';
 import { buildMcpServer, type McpServerDeps } from './server.js';
 
@@ -109,7 +109,8 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
       rpcError(res, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
       return;
     }
-    parseJson(req, res, (err?: unknown) => {
+    parseJson(req, res, (parseErr?: unknown) => {
+      const err = parseErr ?? checkParsedBody(req);
       const e = err as { status?: number; message?: string } | undefined;
       if (e?.status === 415) rpcError(res, 415, -32000, `Unsupported Media Type: ${e.message ?? 'the body must be UTF-8 JSON'}`);
       else if (isInstance(err, ValidationError)) rpcError(res, 400, -32700, `Parse error: ${err.message}`);

@@ -2,9 +2,10 @@
 // PostgreSQL's own parse tree (libpg-query: the server's parser compiled to WebAssembly) before
 // anything reaches the server, because planning already runs code: the planner folds functions
 // over constants. Every node kind, function, operator, cast type and relation must be on an
-// allowlist. After planning, the plan PostgreSQL resolved is checked again (a second line).
+// allowlist, and the values constant expressions can grow to are bounded (analyze-size.ts). After planning, the plan PostgreSQL resolved is checked again (a second line).
 import { loadModule, parse, scanSync, type ScanToken } from 'libpg-query';
 import { ValidationError } from '../domain/errors.js';
+import { checkConstantSizes } from './analyze-size.js';
 
 /** Thrown by the guard: a 400 naming what is not allowed. */
 function refuse(message: string, hint?: string): never {
@@ -437,6 +438,7 @@ export async function checkStatement(query: string, schema: string): Promise<Che
   const fieldNames = new Set<string>();
   try {
     walk(stmt, { schema, fieldNames });
+    checkConstantSizes(stmt);
   } catch (err) {
     if (err instanceof RangeError) refuse(TOO_DEEP);
     throw err;

@@ -24,6 +24,10 @@ export interface IndexReport {
   failing: number;
   /** Whether the index thread runs now: it starts when there is work and is retired when idle. */
   thread: boolean;
+  /** Index threads ended by their heap limit (their share of VCON_MEMORY_LIMIT) since start; each was replaced. */
+  thread_out_of_heap: number;
+  /** Whether indexing left the thread after it failed: searches and waits index what they need themselves. */
+  thread_failed: boolean;
 }
 
 export interface PingResult {

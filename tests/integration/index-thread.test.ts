@@ -81,7 +81,8 @@ describe('the index thread', () => {
 
   it.runIf(process.platform === 'linux')('runs at a lower CPU priority than the request thread (nice 10, that thread only)', async () => {
     await retired(' before the write');
-    expect(nicedThreads()).toEqual([]);
+    // The OS thread ends a moment after the worker reports its end (its bounded heap torn down first).
+    await waitFor(() => nicedThreads().length === 0, 60_000, 50, 'no index thread before the write');
     const w = await s.api('/vcons', { method: 'POST', json: { vcon: '0.3.0', subject: 'priority probe', parties: [{ name: 'N' }] } });
     expect(w.status).toBe(201);
     await waitFor(async () => nicedThreads().length > 0, 60_000, 50, 'the index thread to lower its priority');
@@ -90,7 +91,7 @@ describe('the index thread', () => {
     expect(nicedThreads()).toEqual([DEFAULT_INDEX_THREAD_NICE]);
     expect(niceOf(process.pid)).toBe(0);
     await retired(' after the write');
-    expect(nicedThreads()).toEqual([]);
+    await waitFor(() => nicedThreads().length === 0, 60_000, 50, 'the index thread to be gone after the write');
   });
 });
 
@@ -219,4 +220,32 @@ describe('an idle group', () => {
       await admin.unsafe(`drop schema if exists "${schema}" cascade`);
     }
   });
+});
+
+// The index thread's heap is bounded (its share of VCON_MEMORY_LIMIT; INDEX_THREAD_HEAP_MB here):
+// a batch that does not fit ends the thread, and a new one indexes the queue one vCon a round.
+describe('the index thread at its heap limit', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({ INDEX_THREAD_HEAP_MB: '28', REST_API_BODY_LIMIT: '64mb', BODY_IN_FLIGHT_LIMIT: '128mb', LOG_LEVEL: 'silent' });
+  });
+  afterAll(() => s?.close());
+
+  it('is ended by V8, replaced, and indexing goes on to the last vCon; /health counts it', async () => {
+    // 24 vCons of ~1.4 MB of text each, queued by one request: one round takes them all.
+    const words = Array.from({ length: 200_000 }, (_, i) => `w${i % 5000}x`).join(' ');
+    const batch = Array.from({ length: 24 }, (_, i) => ({
+      vcon: '0.3.0',
+      subject: `heap probe ${i}`,
+      dialog: [{ type: 'text', encoding: 'none', body: `kestrelword ${words}` }],
+    }));
+    const r = await s.api('/vcons/batch', { method: 'POST', json: batch });
+    expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(201);
+    await waitFor(async () => (await s.api('/health')).body.index.pending === 0, 240_000, 250, 'the queue to drain');
+    const index = (await s.api('/health')).body.index;
+    expect(index.thread_out_of_heap).toBeGreaterThanOrEqual(1);
+    expect(index.thread_failed).toBe(false);
+    const found = await s.api('/vcons/search/content?q=kestrelword&limit=100');
+    expect(found.body.results.length).toBe(24);
+  }, 300_000);
 });

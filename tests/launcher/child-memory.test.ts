@@ -28,8 +28,9 @@ describe('memory settings of a group process', () => {
     expect(environ(reg.plain.pid)).toContain('MALLOC_ARENA_MAX=2');
     expect(argv(reg.plain.pid)).toContain('--max-semi-space-size=2');
     expect(argv(reg.plain.pid)).toContain('--single-threaded-gc');
-    // The heap ceiling: three quarters of VCON_MEMORY_LIMIT (512 MB by default), unless NODE_OPTIONS sets one.
-    expect(argv(reg.plain.pid)).toContain('--max-old-space-size=384');
+    // The heap ceiling: three quarters of VCON_MEMORY_LIMIT (512 MB by default) less the index
+    // thread's fifth of it (76 MiB), unless NODE_OPTIONS sets one.
+    expect(argv(reg.plain.pid)).toContain('--max-old-space-size=308');
     expect(argv(reg.tuned.pid).filter((a) => a.startsWith('--max-old-space-size'))).toEqual([]);
     expect(environ(reg.tuned.pid)).toContain('MALLOC_ARENA_MAX=4');
     expect(environ(reg.tuned.pid)).not.toContain('MALLOC_ARENA_MAX=2');

@@ -125,8 +125,8 @@ describe('vcon-launch export --target kubernetes', () => {
       MCP_HTTP_PORT: '3000',
       MCP_HTTP_STATELESS: 'true',
       SUPABASE_DB_SCHEMA: ws.schemas.acme,
-      // The heap ceiling vcon-launch gives the group's process: three quarters of VCON_MEMORY_LIMIT.
-      NODE_OPTIONS: '--max-old-space-size=384',
+      // The heap ceiling vcon-launch gives the group's process: three quarters of VCON_MEMORY_LIMIT less the index thread's share.
+      NODE_OPTIONS: '--max-old-space-size=308',
       ANALYZE_DATABASE_USER: roleOf(ws, 'acme').analyzeRole,
     });
     // Secrets stay out of the plain env.
@@ -157,7 +157,7 @@ describe('vcon-launch export --target kubernetes', () => {
     expect(bc.readinessProbe.httpGet.path).toBe('/v2/health');
     // The container's memory limit and its node's heap limit both come from VCON_MEMORY_LIMIT.
     expect(bc.resources.limits).toEqual({ memory: '1024Mi' });
-    expect(bc.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=768' });
+    expect(bc.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=615' });
     // No admin credentials anywhere, in any form.
     for (const f of ['acme.yaml', 'Beta.team.yaml']) {
       const text = readFileSync(path.join(out, f), 'utf8');
@@ -257,7 +257,7 @@ describe('vcon-launch export --target compose', () => {
     expect(beta.ports).toEqual(['8081:8081']);
     expect(acme.mem_limit).toBe('512m');
     expect(beta.mem_limit).toBe('1024m');
-    expect(beta.environment.NODE_OPTIONS).toBe('--max-old-space-size=768');
+    expect(beta.environment.NODE_OPTIONS).toBe('--max-old-space-size=615');
     // gamma names no database a container reaches: the shared service, as its own roles, passwords from Compose's environment.
     const gamma = compose.services['vcon-gamma'];
     expect(gamma.environment.DATABASE_URL).toBe(

@@ -1,11 +1,11 @@
 // Groups as their own OS users, which the launcher does by default when it runs as root (as on
 // these machines): from one group's user, another group's process environment and credentials
 // are out of reach, and no group's keys or passwords are in its own environment.
-import { chmodSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { api, cliEnv, createWorkspace, isAlive, KEY, startForeground, waitFor, type Workspace } from './helpers.js';
+import { api, cliEnv, createWorkspace, isAlive, KEY, serverPidsForSchema, startForeground, waitFor, type Workspace } from './helpers.js';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -102,6 +102,36 @@ describe.skipIf(!isRoot)('groups under a root launcher', () => {
       await launcher;
     }
   }, 150_000);
+
+  test("import into a stopped group runs its temporary instance as the group's user, as start does", async () => {
+    await ws.run(['stop', '--all', '--instances-dir', ws.instancesDir]);
+    const dir = path.join(ws.dir, 'import-as-user');
+    mkdirSync(dir);
+    for (let i = 0; i < 20; i++) {
+      const uuid = `0195a1c2-0000-4000-8000-${String(900 + i).padStart(12, '0')}`;
+      writeFileSync(path.join(dir, `v${i}.json`), JSON.stringify({ vcon: '0.3.0', uuid, subject: `as user ${i}` }));
+    }
+    const importing = ws.run(['import', '--group', 'alpha', dir, '--json', '--instances-dir', ws.instancesDir]);
+    // The temporary instance lives as long as the import: every uid it is seen with while it runs.
+    const uids = new Set<number>();
+    let done = false;
+    void importing.finally(() => (done = true));
+    while (!done) {
+      for (const pid of serverPidsForSchema(ws.schemas.alpha)) {
+        try {
+          uids.add(idsOf(pid).uid);
+        } catch {
+          /* exited meanwhile */
+        }
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const r = await importing;
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).outcomes.filter((o: { outcome: string }) => o.outcome === 'stored')).toHaveLength(20);
+    const { stdout: uid } = await execa('id', ['-u', 'vcon-alpha']);
+    expect([...uids]).toEqual([Number(uid.trim())]);
+  }, 120_000);
 
   test("a detached group on the embedded database runs as its own user, which cannot read the superuser's password", async () => {
     const dataDir = path.join(ws.dir, 'data');

@@ -143,12 +143,14 @@ describe('vcon-launch import', () => {
     symlinkSync(path.join(outside, 'sub'), path.join(dir, 'linked'));
     writeFileSync(path.join(dir, 'passwd.json'), 'root:x:0:0:root:/root:/bin/bash\n');
     writeFileSync(path.join(dir, 'huge.json'), '{"subject":"n",\n "attachments":[{"body":{"n":1e400}}]}');
+    writeFileSync(path.join(dir, 'twice.json'), '{"subject":"first",\n "parties":[{"name":"a"}],"subject":"second"}');
     const r = await ws.run(['import', '--group', 'imp', dir, '--json']);
     const report = JSON.parse(r.stdout);
     expect(report.outcomes.map((o: any) => [path.basename(o.source), o.outcome]).sort()).toEqual([
       ['a.json', 'stored'],
       ['huge.json', 'rejected'],
       ['passwd.json', 'rejected'],
+      ['twice.json', 'rejected'],
     ]);
     expect(report.ignored).toEqual([
       { path: path.join(dir, 'creds.json'), reason: expect.stringMatching(/^a symbolic link \(not followed/) },
@@ -157,6 +159,7 @@ describe('vcon-launch import', () => {
     const reasons = Object.fromEntries(report.outcomes.map((o: any) => [path.basename(o.source), o.reason]));
     expect(reasons['passwd.json']).toBe('invalid_json: the file is not JSON (line 1, column 1)');
     expect(reasons['huge.json']).toMatch(/^validation_failed: Invalid file: attachments\[0\]\.body\.n: number 1e400 is outside the range/);
+    expect(reasons['twice.json']).toMatch(/^validation_failed: Invalid file: subject: field name "subject" appears more than once/);
     // For people: the links are named, and nothing of any file's content is shown.
     const human = await ws.run(['import', '--group', 'imp', dir]);
     expect(human.stdout).toMatch(/^ {2}ignored {2}2 \(symbolic links and special files under the given directories are not read\)$/m);

@@ -75,6 +75,48 @@ describe('the findings are refused before any analyze connection is opened', () 
     expect(await refusedUnplanned("select length(format('%1000000000s', 'x'))")).toMatch(/function format\(\) is not allowed/);
   });
 
+  // Allowlisted functions the planner folds over constants: one nested replace() held ~270 MB and
+  // 5.9 s of the shared server while being planned; `v || v` through subqueries the planner pulls
+  // up and substitutes doubles per level. Both are bounded on the parse tree.
+  const x = (n: number) => 'x'.repeat(n);
+  it('nested replace() over constants, and || doubling through pulled-up subqueries', async () => {
+    const nested = `select length(replace(replace(replace(replace('${x(78)}', 'x', '${x(42)}'), 'x', '${x(47)}'), 'x', '${x(30)}'), 'x', '${x(20)}'))`;
+    expect(await refusedUnplanned(nested)).toMatch(
+      /^function replace\(\) over constants could produce up to \d+ bytes .*analyze allows 1048576 bytes/,
+    );
+    let doubling = `select '${x(100)}' as v0`;
+    for (let i = 1; i <= 12; i++) doubling = `select v${i - 1} || v${i - 1} || v${i - 1} || v${i - 1} as v${i} from (${doubling}) s${i}`;
+    expect(await refusedUnplanned(`select length(v12) from (${doubling}) s`)).toMatch(/^operator \|\| over constants could produce/);
+    expect(await refusedUnplanned(`select * from regexp_replace('${x(4000)}', 'x', '${x(300)}', 'g') as f`)).toMatch(/function regexp_replace\(\)/);
+  });
+
+  it('the same through REST: 400 validation_failed naming query, nothing planned', async () => {
+    const server = await startTestServer();
+    try {
+      const query = `select replace(replace(replace('${x(200)}', 'x', '${x(60)}'), 'x', '${x(60)}'), 'x', '${x(60)}')`;
+      const r = await server.api('/database/analyze', { method: 'POST', json: { query } });
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.error).toBe('validation_failed');
+      expect(r.body.details[0].path).toBe('query');
+      expect(r.body.message).toMatch(/function replace\(\) over constants/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('constants of ordinary size, and growth over table columns, still reach PostgreSQL', async () => {
+    for (const query of [
+      `select replace(v.subject, 'a', '${x(1000)}') from vcons v where v.subject like '%${x(100)}%'`,
+      `with t(w) as (select '${x(1000)}'::text) select length(w || w || w || w), upper(w), jsonb_build_object('w', w) from t`,
+      `select v from (values ('${x(500)}'), ('y')) as l(v) order by 1`,
+    ]) {
+      const before = repo.opened;
+      const r = await service.analyze({ query, analyze: true }, internalCtx);
+      expect(r.analyzed, query).toBe(true);
+      expect(repo.opened).toBe(before + 1);
+    }
+  });
+
   it("the group's own statements still reach PostgreSQL, once each", async () => {
     const before = repo.opened;
     const r = await service.analyze({ query: 'select v.subject, count(*) from vcons v group by 1', analyze: true }, internalCtx);

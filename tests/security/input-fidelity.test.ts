@@ -1,7 +1,8 @@
 // What a write acknowledges is exactly what is stored and what every read derives from it: a
 // "__proto__" member is an ordinary field (stored, read back, and planting nothing in lists, tags,
 // discovery or search), and a body that would be stored altered (invalid UTF-8, a number a double
-// can't hold) is refused with a 400 naming its JSON path, on every write path of REST and MCP.
+// can't hold, a field name repeated in one object) is refused with a 400 naming its JSON path, on
+// every write path of REST and MCP.
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectHttp, type HttpSession } from '../mcp/helpers.js';
@@ -156,6 +157,34 @@ describe('a body that would be stored altered is refused, naming the path', () =
     expect(await count()).toBe(before);
   });
 
+  // A parser keeps the last of a repeated name: the first would be acknowledged and dropped.
+  it('a field name repeated in one object: create (both paths), batch, PATCH and append; -0 is stored as 0', async () => {
+    const before = await count();
+    const twice = '{"subject":"first","parties":[{"name":"a","meta":{"k":1}}],"subject":"second"}';
+    for (const path of ['/vcons', '/vcons?wait_for=search']) {
+      expect400(await s.api(path, { method: 'POST', body: twice, headers: json }), 'subject', /^field name "subject" appears more than once/);
+      // Spelled with an escape it is the same name; in gzip too.
+      const escaped = '{"parties":[{"name":"a","\\u006eame":"b"}]}';
+      expect400(await s.api(path, { method: 'POST', body: escaped, headers: json }), 'parties[0].name', /field name "name" appears more than once/);
+      const gz = await s.api(path, { method: 'POST', body: gzipSync(twice), headers: { ...json, 'content-encoding': 'gzip' } });
+      expect400(gz, 'subject', /appears more than once/);
+    }
+    expect400(await s.api('/vcons/batch', { method: 'POST', body: `[{"subject":"ok"},${twice}]`, headers: json }), '[1].subject', /more than once/);
+    const uuid = uuidOf(12);
+    expect((await s.api('/vcons', { method: 'POST', json: { uuid, subject: 'kept' } })).status).toBe(201);
+    expect400(await s.api(`/vcons/${uuid}`, { method: 'PATCH', body: '{"subject":"a","subject":"b"}', headers: json }), 'subject', /more than once/);
+    const append = await s.api(`/vcons/${uuid}/attachments`, { method: 'POST', body: '{"purpose":"p","body":{"x":1,"y":2,"x":3}}', headers: json });
+    expect400(append, 'body.x', /more than once/);
+    expect((await s.api(`/vcons/${uuid}`)).body.vcon).toMatchObject({ subject: 'kept' });
+    expect(await count()).toBe(before + 1);
+    // The same name in different objects is no repetition; -0 is accepted and stored as 0.
+    const fine = `{"uuid":"${uuidOf(13)}","parties":[{"name":"a"},{"name":"b"}],"attachments":[{"body":{"name":-0,"n":[-0.0]}}]}`;
+    expect((await s.api('/vcons', { method: 'POST', body: fine, headers: json })).status).toBe(201);
+    const stored = (await s.api(`/vcons/${uuidOf(13)}`)).body.vcon;
+    expect(stored.parties.map((p: { name: string }) => p.name)).toEqual(['a', 'b']);
+    expect(JSON.stringify(stored.attachments[0].body)).toBe('{"name":0,"n":[0]}');
+  });
+
   it('MCP over HTTP answers a JSON-RPC parse error naming the path', () =>
     withMcp(async (mcp) => {
       const sid = mcp.transport.sessionId!;
@@ -176,6 +205,7 @@ describe('a body that would be stored altered is refused, naming the path', () =
           Buffer.concat([Buffer.from(call('{"subject":"')), Buffer.from([0xff]), Buffer.from('"}')]),
           /params\.arguments\.vcon\.subject: is not valid UTF-8/,
         ],
+        [Buffer.from(call('{"subject":"a","subject":"b"}')), /params\.arguments\.vcon\.subject: field name "subject" appears more than once/],
       ] as const) {
         const r = await fetch(`${s.instance.url}/mcp`, {
           method: 'POST',

@@ -1,7 +1,8 @@
 // Which JSON numbers and bytes can be stored exactly (src/domain/exact-json.ts): a number must
 // read back with the value it was sent with, and the bytes must be UTF-8.
 import { describe, expect, test } from 'vitest';
-import { checkJsonBytes, inexactNumbers, numberProblem } from '../../src/domain/exact-json.js';
+import { checkJsonBytes, checkUniqueMembers, duplicateKey, inexactNumbers, numberProblem } from '../../src/domain/exact-json.js';
+import { countJsonValues } from '../../src/domain/elements.js';
 import { ValidationError } from '../../src/domain/errors.js';
 
 const detailsOf = (f: () => void) => {
@@ -85,5 +86,30 @@ describe('bytes', () => {
     expect(detailsOf(() => checkJsonBytes(Buffer.from('{"ü":[1e400]}', 'utf16le'), 'utf-16le'))).toEqual([
       { path: 'ü[0]', message: expect.any(String) },
     ]);
+  });
+});
+
+describe('field names repeated in one object', () => {
+  const check = (text: string) =>
+    detailsOf(() => {
+      const bytes = Buffer.from(text);
+      const counts = { members: 0 };
+      countJsonValues(bytes, Infinity, counts);
+      checkUniqueMembers(JSON.parse(text), counts.members, bytes);
+    });
+
+  test('named at the repeated name, however it is spelled', () => {
+    expect(check('{"a":1,"b":{"x":1,"y":[{"z":1,"z":2}]}}')).toEqual([
+      { path: 'b.y[0].z', message: expect.stringMatching(/^field name "z" appears more than once/) },
+    ]);
+    expect(check('{"x":{"\\u00e9":1,"é":2}}')?.[0].path).toBe('x.é');
+    expect(check('{"q":{"\\"":1,"\\u0022":2}}')?.[0].path).toBe('q."');
+    expect(check('{"__proto__":1,"__proto__":2}')?.[0].path).toBe('__proto__');
+    expect(duplicateKey(`{${Array.from({ length: 40 }, (_, i) => `"k${i}":${i}`).join(',')},"k39":0}`)?.path).toBe('k39');
+  });
+
+  test('the same name in different objects, or as a value, is no repetition', () => {
+    for (const text of ['{"a":{"a":"a"},"b":[{"a":1},{"a":2}]}', '{"a":"\\"a\\":1","b":"a"}', '[]', '"a"', '{}'])
+      expect(check(text), text).toBeUndefined();
   });
 });
