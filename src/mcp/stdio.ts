@@ -4,6 +4,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Instance } from '../main.js';
 import { getBuildInfo } from '../version.js';
 import { buildMcpServer } from './server.js';
+import { checkedStdin } from './stdio-input.js';
 
 /** Serves one MCP client on stdin/stdout until stdin ends, then stops the instance and exits. */
 export async function serveStdio(instance: Instance): Promise<void> {
@@ -14,7 +15,9 @@ export async function serveStdio(instance: Instance): Promise<void> {
     { scope, keyId: null, session: 'stdio' },
   );
   // A vCon with recordings inline can be large: accept what REST accepts.
-  const transport = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: config.rest.bodyLimit });
+  // Every line is first held to REST's JSON rules (a repeated field name, an inexact number, bad UTF-8).
+  const input = process.stdin.pipe(checkedStdin(config.limits.maxElements, (line) => process.stdout.write(line)));
+  const transport = new StdioServerTransport(input, process.stdout, { maxBufferSize: config.rest.bodyLimit });
   let done = false;
   const shutdown = (why: string) => {
     if (done) return;

@@ -114,6 +114,35 @@ describe('MCP over stdio', () => {
     }
   });
 
+  it('holds each line to the REST JSON rules: a repeated field name is refused with the request id, nothing is stored', async () => {
+    const child = (rw.transport as unknown as { _process: ChildProcess })._process;
+    const answers = new Map<unknown, any>();
+    const onmessage = rw.transport.onmessage;
+    rw.transport.onmessage = (m, extra) => {
+      if ('id' in m && typeof m.id === 'string' && m.id.startsWith('raw-')) answers.set(m.id, m);
+      else onmessage?.(m, extra);
+    };
+    try {
+      const uuid = '0190a1b2-c3d4-7e5f-8a6b-00000000d001';
+      const call = (id: string, vcon: string) =>
+        `{"jsonrpc":"2.0","id":"${id}","method":"tools/call","params":{"name":"create_vcon","arguments":{"vcon":${vcon}}}}\n`;
+      // JSON.parse would keep the second subject and store it.
+      (child.stdin as NodeJS.WritableStream).write(call('raw-dup', `{"uuid":"${uuid}","subject":"first","subject":"second"}`));
+      await vi.waitFor(() => expect(answers.has('raw-dup')).toBe(true), { timeout: 60_000, interval: 20 });
+      const refused = answers.get('raw-dup');
+      expect(refused.error.code).toBe(-32700);
+      expect(refused.error.message).toMatch(/params\.arguments\.vcon\.subject/);
+      expect((await rw.call('get_vcon', { uuid })).isError).toBe(true);
+      // The same call without the repeat, written the same way, passes and stores.
+      (child.stdin as NodeJS.WritableStream).write(call('raw-ok', `{"uuid":"${uuid}","subject":"second"}`));
+      await vi.waitFor(() => expect(answers.has('raw-ok')).toBe(true), { timeout: 60_000, interval: 20 });
+      expect(answers.get('raw-ok').result.isError).toBeFalsy();
+      expect((await rw.call('get_vcon', { uuid })).structuredContent.vcon.subject).toBe('second');
+    } finally {
+      rw.transport.onmessage = onmessage;
+    }
+  });
+
   it('exits by itself, cleanly, when the client closes stdin', async () => {
     const s = await spawnServer();
     const child = (s.transport as unknown as { _process: ChildProcess })._process;
