@@ -7,7 +7,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { packageRoot } from '../../src/paths.js';
 import { getBuildInfo } from '../../src/version.js';
 import { TOOLS } from '../../src/mcp/tools.js';
@@ -118,9 +118,9 @@ describe('MCP over stdio', () => {
     const child = (rw.transport as unknown as { _process: ChildProcess })._process;
     const answers = new Map<unknown, any>();
     const onmessage = rw.transport.onmessage;
-    rw.transport.onmessage = (m, extra) => {
+    rw.transport.onmessage = (m: JSONRPCMessage) => {
       if ('id' in m && typeof m.id === 'string' && m.id.startsWith('raw-')) answers.set(m.id, m);
-      else onmessage?.(m, extra);
+      else onmessage?.(m);
     };
     try {
       const uuid = '0190a1b2-c3d4-7e5f-8a6b-00000000d001';
