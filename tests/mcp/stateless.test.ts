@@ -90,7 +90,7 @@ describe('MCP over HTTP without sessions', () => {
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
-    expect(res.status).toBe(401);
+    expect(res.status).toBe(403);
     expect(await res.json()).toMatchObject({ error: 'unauthorized' });
   });
 });
