@@ -180,7 +180,9 @@ interface Identity {
   shared: boolean;
 }
 
-const healthPath = (spec: GroupSpec) => `${spec.config.rest.basePath}/health`;
+/** The probes' paths: liveness answers while the process does (a database outage restarts nothing), readiness as /health. */
+const livePath = (spec: GroupSpec) => `${spec.config.rest.basePath}/livez`;
+const readyPath = (spec: GroupSpec) => `${spec.config.rest.basePath}/readyz`;
 const gracePeriod = (spec: GroupSpec) => Math.ceil(spec.config.shutdownTimeoutMs / 1000) + GRACE_MARGIN_S;
 
 /** Secret, Deployment and Service of one group, as plain Kubernetes objects. */
@@ -196,7 +198,10 @@ export function kubernetesObjects(spec: GroupSpec, identity: Identity): Record<s
     if (SECRET_VARIABLES.has(k)) secret[k] = v;
     else plain.push({ name: k, value: v });
   }
-  const probe = { httpGet: { path: healthPath(spec), port: 'http' } };
+  const live = { httpGet: { path: livePath(spec), port: 'http' } };
+  const ready = { httpGet: { path: readyPath(spec), port: 'http' } };
+  // Prometheus' conventional pod annotations; the scrape job sends METRICS_KEY (or a group key) as a bearer token.
+  const scrape = { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(port), 'prometheus.io/path': '/metrics' };
   return [
     { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, type: 'Opaque', stringData: secret },
     {
@@ -207,7 +212,7 @@ export function kubernetesObjects(spec: GroupSpec, identity: Identity): Record<s
         replicas: spec.config.replicas,
         selector: { matchLabels: selector },
         template: {
-          metadata: { labels },
+          metadata: { labels, annotations: scrape },
           spec: {
             terminationGracePeriodSeconds: gracePeriod(spec),
             securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 },
@@ -219,10 +224,11 @@ export function kubernetesObjects(spec: GroupSpec, identity: Identity): Record<s
                 ports: [{ name: 'http', containerPort: port, protocol: 'TCP' }],
                 env: plain,
                 envFrom: [{ secretRef: { name } }],
-                readinessProbe: { ...probe, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 3 },
-                // /health answers 503 while the database is unreachable: a long threshold keeps a
-                // database outage from restarting every pod.
-                livenessProbe: { ...probe, initialDelaySeconds: 10, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
+                // Startup (migrations, a cold PostgreSQL) may take a while: up to 5 minutes before liveness counts.
+                startupProbe: { ...live, periodSeconds: 2, timeoutSeconds: 3, failureThreshold: 150 },
+                readinessProbe: { ...ready, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 3 },
+                // /livez stays 200 while the database is down: only a process that stopped answering is restarted.
+                livenessProbe: { ...live, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
                 resources: { requests: { cpu: '100m', memory: MEMORY_REQUEST }, limits: { memory: `${memoryMiB(spec)}Mi` } },
                 securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
               },
@@ -277,7 +283,7 @@ export function composeFile(specs: GroupSpec[], identities: Map<string, Identity
   for (const spec of specs) {
     const identity = identities.get(spec.name)!;
     const { env, port } = containerEnv(spec, identity.env);
-    const url = `http://127.0.0.1:${port}${healthPath(spec)}`;
+    const url = `http://127.0.0.1:${port}${readyPath(spec)}`;
     services[resourceName(spec.name)] = {
       image: imageOf(),
       command: ['vcon-server'],

@@ -133,8 +133,15 @@ describe('vcon-launch export --target kubernetes', () => {
     expect(env.API_KEYS).toBeUndefined();
     expect(env.DATABASE_URL).toBeUndefined();
     expect(env.ANALYZE_DATABASE_PASSWORD).toBeUndefined();
-    expect(c.readinessProbe.httpGet).toEqual({ path: '/api/v1/health', port: 'http' });
-    expect(c.livenessProbe.httpGet).toEqual({ path: '/api/v1/health', port: 'http' });
+    // Liveness never depends on the database (an outage restarts no pod); readiness does; startup has its own budget.
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/api/v1/readyz', port: 'http' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/api/v1/livez', port: 'http' });
+    expect(c.startupProbe.httpGet).toEqual({ path: '/api/v1/livez', port: 'http' });
+    expect(spec.template.metadata.annotations).toEqual({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '3000',
+      'prometheus.io/path': '/metrics',
+    });
     expect(c.resources).toEqual({ requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '512Mi' } });
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(service.spec.selector).toEqual(spec.selector.matchLabels);
@@ -154,7 +161,7 @@ describe('vcon-launch export --target kubernetes', () => {
     expect(bc.env).toContainEqual({ name: 'ANALYZE_DATABASE_USER', value: roleOf(ws, 'Beta.team').analyzeRole });
     expect(beta[1].spec.replicas).toBe(1);
     expect(bc.ports[0].containerPort).toBe(8081);
-    expect(bc.readinessProbe.httpGet.path).toBe('/v2/health');
+    expect(bc.readinessProbe.httpGet.path).toBe('/v2/readyz');
     // The container's memory limit and its node's heap limit both come from VCON_MEMORY_LIMIT.
     expect(bc.resources.limits).toEqual({ memory: '1024Mi' });
     expect(bc.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=615' });
@@ -249,7 +256,7 @@ describe('vcon-launch export --target compose', () => {
     const acme = compose.services['vcon-acme'];
     expect(acme.deploy.replicas).toBe(3);
     expect(acme.restart).toBe('unless-stopped');
-    expect(acme.healthcheck.test.join(' ')).toContain('http://127.0.0.1:3000/api/v1/health');
+    expect(acme.healthcheck.test.join(' ')).toContain('http://127.0.0.1:3000/api/v1/readyz');
     expect(acme.environment.DATABASE_URL).toBe(`postgres://${roleOf(ws, 'acme').role}:acme-role-pw@db.internal:5432/vcon`);
     expect(acme.depends_on).toBeUndefined();
     const beta = compose.services['vcon-beta-team'];
