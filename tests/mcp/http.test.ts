@@ -274,7 +274,7 @@ describe('MCP over Streamable HTTP', () => {
 });
 
 describe('MCP HTTP sessions', () => {
-  it('authenticates like REST, in the REST error format, but answers a missing or bad key with 403 (no OAuth challenge)', async () => {
+  it('authenticates like REST, in the REST error format: a missing key is 401 with a Bearer challenge, an invalid key 403 without one', async () => {
     const init = {
       jsonrpc: '2.0',
       id: 1,
@@ -282,8 +282,8 @@ describe('MCP HTTP sessions', () => {
       params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
     };
     const none = await rawPost({}, init);
-    expect(none.status).toBe(403);
-    expect(none.headers.get('www-authenticate')).toBeNull();
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer');
     expect(none.body).toMatchObject({ success: false, error: 'unauthorized', message: 'API key missing' });
     const bad = await rawPost({ authorization: 'Bearer nope' }, init);
     expect(bad.status).toBe(403);
@@ -323,7 +323,8 @@ describe('MCP HTTP sessions', () => {
     expect(brokenGzip.status).toBe(400);
     expect(brokenGzip.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
     // The key is checked first all the same.
-    expect((await rawPost({ 'content-type': 'text/plain' }, init)).status).toBe(403);
+    expect((await rawPost({ 'content-type': 'text/plain' }, init)).status).toBe(401);
+    expect((await rawPost({ authorization: 'Bearer nope', 'content-type': 'text/plain' }, init)).status).toBe(403);
   });
 
   it('binds a session to the key that opened it: another key gets 403', async () => {

@@ -90,7 +90,8 @@ describe('MCP over HTTP without sessions', () => {
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
-    expect(res.status).toBe(403);
-    expect(await res.json()).toMatchObject({ error: 'unauthorized' });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await res.json()).toMatchObject({ error: 'unauthorized', message: 'API key missing' });
   });
 });
