@@ -4,12 +4,12 @@
 
 # Build stage: the full install applies patches/ (patch-package), compiles TypeScript and builds the
 # word-vector cache (.vcon/embeddings), which the runtime stage copies.
-FROM node:20-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY . .
 RUN npm ci --no-audit --no-fund
 
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 ENV NODE_ENV=production \
     MCP_TRANSPORT=http \
     MCP_HTTP_HOST=0.0.0.0 \

@@ -18,6 +18,7 @@ import { registerRemove } from './commands/remove.js';
 import { runSupervisor } from './daemon.js';
 import { readLauncherEnvironment } from './environment.js';
 import { resolveDir } from './groups.js';
+import { registerDump } from './commands/dump.js';
 
 const readVersion = () => (JSON.parse(readFileSync(path.join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
     .action(async (opts: { instancesDir: string }) => {
       await runSupervisor(resolveDir(opts.instancesDir), readLauncherEnvironment());
     });
+  registerDump(program);
   return program;
 }
 

@@ -188,6 +188,8 @@ export const EnvSchema = z.object({
     .transform((v) => (v?.trim() || 'authorization').toLowerCase())
     .refine((v) => /^[a-z0-9-]+$/.test(v), 'must be an HTTP header name'),
   API_AUTH_REQUIRED: bool(true),
+  // A key that may read GET /metrics only (a scraper's), beside the group's own keys.
+  METRICS_KEY: optionalString.refine((v) => v === undefined || v.length >= 16, "must be at least 16 characters (a scraper's secret)"),
   SUPABASE_DB_SCHEMA: z
     .string()
     .optional()
@@ -275,6 +277,7 @@ export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
   'DATABASE_PASSWORD',
   'ANALYZE_DATABASE_PASSWORD',
   'EMBEDDINGS_API_KEY',
+  'METRICS_KEY',
 ]);
 
 export interface Config {
@@ -299,6 +302,8 @@ export interface Config {
   };
   cors: { origins: '*' | string[] };
   auth: { required: boolean; keys: string[]; readOnlyKeys: string[]; header: string };
+  /** GET /metrics: METRICS_KEY, accepted there beside the group's keys. */
+  metrics: { key: string | undefined };
   db: {
     url: string | undefined;
     /** Replace the URL's user and password (the group's role). */
@@ -440,6 +445,7 @@ export function parseConfig(env: EnvInput): Config {
     },
     cors: { origins: e.CORS_ORIGIN },
     auth: { required: e.API_AUTH_REQUIRED, keys: e.API_KEYS, readOnlyKeys: e.API_KEYS_READONLY, header: e.API_KEY_HEADER },
+    metrics: { key: e.METRICS_KEY },
     db: {
       url: e.DATABASE_URL ?? e.SUPABASE_DB_URL,
       user: e.DATABASE_USER,

@@ -39,6 +39,7 @@ import { createEmbeddingProvider } from './embeddings/index.js';
 import { createSearch } from './search.js';
 import { buildApp } from './http/app.js';
 import { createSendTimeout } from './http/send-timeout.js';
+import { createMetrics } from './services/metrics.js';
 import express, { type Express, type RequestHandler } from 'express';
 import type { McpHttp, McpHttpOptions } from './mcp/http.js';
 
@@ -299,7 +300,8 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       basePath: config.rest.basePath,
       validation: config.validation,
     });
-    const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });
+    const metrics = createMetrics({ services, mcp: () => mcp.stats() });
+    const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount, metrics });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = createServer(app).listen(config.mcp.port, config.mcp.host, () => resolve(s));
       s.once('error', reject);

@@ -3,6 +3,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
+import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
 import { createCredentialStore, type CredentialStore } from '../credentials.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
@@ -17,7 +18,7 @@ import { SECRET_VARIABLES } from '../../src/config.js';
 import { getBuildInfo } from '../../src/version.js';
 import { heapLimitMiB } from '../../src/config.js';
 
-export type ExportTarget = 'kubernetes' | 'compose';
+export type ExportTarget = 'kubernetes' | 'compose' | 'pgbouncer';
 
 export interface ExportOptions extends GroupFlags {
   target: string;
@@ -180,7 +181,9 @@ interface Identity {
   shared: boolean;
 }
 
-const healthPath = (spec: GroupSpec) => `${spec.config.rest.basePath}/health`;
+/** The probes' paths: liveness answers while the process does (a database outage restarts nothing), readiness as /health. */
+const livePath = (spec: GroupSpec) => `${spec.config.rest.basePath}/livez`;
+const readyPath = (spec: GroupSpec) => `${spec.config.rest.basePath}/readyz`;
 const gracePeriod = (spec: GroupSpec) => Math.ceil(spec.config.shutdownTimeoutMs / 1000) + GRACE_MARGIN_S;
 
 /** Secret, Deployment and Service of one group, as plain Kubernetes objects. */
@@ -196,7 +199,10 @@ export function kubernetesObjects(spec: GroupSpec, identity: Identity): Record<s
     if (SECRET_VARIABLES.has(k)) secret[k] = v;
     else plain.push({ name: k, value: v });
   }
-  const probe = { httpGet: { path: healthPath(spec), port: 'http' } };
+  const live = { httpGet: { path: livePath(spec), port: 'http' } };
+  const ready = { httpGet: { path: readyPath(spec), port: 'http' } };
+  // Prometheus' conventional pod annotations; the scrape job sends METRICS_KEY (or a group key) as a bearer token.
+  const scrape = { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(port), 'prometheus.io/path': '/metrics' };
   return [
     { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, type: 'Opaque', stringData: secret },
     {
@@ -207,7 +213,7 @@ export function kubernetesObjects(spec: GroupSpec, identity: Identity): Record<s
         replicas: spec.config.replicas,
         selector: { matchLabels: selector },
         template: {
-          metadata: { labels },
+          metadata: { labels, annotations: scrape },
           spec: {
             terminationGracePeriodSeconds: gracePeriod(spec),
             securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 },
@@ -219,10 +225,11 @@ export function kubernetesObjects(spec: GroupSpec, identity: Identity): Record<s
                 ports: [{ name: 'http', containerPort: port, protocol: 'TCP' }],
                 env: plain,
                 envFrom: [{ secretRef: { name } }],
-                readinessProbe: { ...probe, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 3 },
-                // /health answers 503 while the database is unreachable: a long threshold keeps a
-                // database outage from restarting every pod.
-                livenessProbe: { ...probe, initialDelaySeconds: 10, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
+                // Startup (migrations, a cold PostgreSQL) may take a while: up to 5 minutes before liveness counts.
+                startupProbe: { ...live, periodSeconds: 2, timeoutSeconds: 3, failureThreshold: 150 },
+                readinessProbe: { ...ready, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 3 },
+                // /livez stays 200 while the database is down: only a process that stopped answering is restarted.
+                livenessProbe: { ...live, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
                 resources: { requests: { cpu: '100m', memory: MEMORY_REQUEST }, limits: { memory: `${memoryMiB(spec)}Mi` } },
                 securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
               },
@@ -277,7 +284,7 @@ export function composeFile(specs: GroupSpec[], identities: Map<string, Identity
   for (const spec of specs) {
     const identity = identities.get(spec.name)!;
     const { env, port } = containerEnv(spec, identity.env);
-    const url = `http://127.0.0.1:${port}${healthPath(spec)}`;
+    const url = `http://127.0.0.1:${port}${readyPath(spec)}`;
     services[resourceName(spec.name)] = {
       image: imageOf(),
       command: ['vcon-server'],
@@ -333,6 +340,69 @@ const composeHeader = (specs: GroupSpec[], identities: Map<string, Identity>) =>
   );
 };
 
+/** PgBouncer's md5 secret of a role: "md5" + md5(password + role), what auth_type = md5 checks against. */
+const md5Secret = (role: string, password: string) =>
+  `md5${createHash('md5')
+    .update(password + role)
+    .digest('hex')}`;
+
+/** PgBouncer's quoting of a userlist field ("" doubles a quote). */
+const quoted = (v: string) => `"${v.replace(/"/g, '""')}"`;
+
+/**
+ * PgBouncer's config and userlist for the groups' own roles: one database entry per server and
+ * database the groups use, each group's role with a pool of its DB_POOL_MAX times its replicas (the
+ * connections `start` would give its processes), its analyze role with its connection limit, and
+ * the server's total as max_db_connections. Transaction pooling: the groups then set DB_POOLER=pgbouncer.
+ */
+export function pgbouncerFiles(specs: GroupSpec[], identities: Map<string, Identity>): { ini: string; userlist: string } {
+  const databases = new Map<string, string>();
+  const users: string[] = [];
+  const secrets: string[] = [];
+  const totals = new Map<string, number>();
+  for (const spec of specs) {
+    const env = identities.get(spec.name)!.env;
+    const url = new URL(env.DATABASE_URL);
+    const database = decodeURIComponent(url.pathname.slice(1)) || 'postgres';
+    const target = `host=${url.hostname.replace(/^\[|\]$/g, '')} port=${url.port || 5432} dbname=${database}`;
+    const known = databases.get(database);
+    if (known && known !== target)
+      throw new UserError(`groups use two servers with a database named ${database}; export them to PgBouncer separately`);
+    databases.set(database, target);
+    const role = decodeURIComponent(url.username);
+    const pool = spec.config.db.pool.size * spec.config.replicas;
+    const analyze = spec.config.db.pool.analyze;
+    users.push(`${role} = pool_size=${pool} max_user_connections=${pool}`);
+    secrets.push(`${quoted(role)} ${quoted(md5Secret(role, decodeURIComponent(url.password)))}`);
+    if (env.ANALYZE_DATABASE_USER && env.ANALYZE_DATABASE_PASSWORD && analyze > 0) {
+      users.push(`${env.ANALYZE_DATABASE_USER} = pool_size=${analyze} max_user_connections=${analyze}`);
+      secrets.push(`${quoted(env.ANALYZE_DATABASE_USER)} ${quoted(md5Secret(env.ANALYZE_DATABASE_USER, env.ANALYZE_DATABASE_PASSWORD))}`);
+    }
+    totals.set(database, (totals.get(database) ?? 0) + pool + analyze);
+  }
+  const ini = [
+    '[databases]',
+    ...[...databases].map(([name, target]) => `${name} = ${target} max_db_connections=${totals.get(name)}`),
+    '',
+    '[users]',
+    ...users,
+    '',
+    '[pgbouncer]',
+    'listen_addr = 0.0.0.0',
+    'listen_port = 6432',
+    'auth_type = md5',
+    'auth_file = userlist.txt',
+    'pool_mode = transaction',
+    // Each group's client pool (DB_POOLER=pgbouncer: PGBOUNCER_POOL_MAX by default) per process, with room.
+    `max_client_conn = ${Math.max(
+      100,
+      specs.reduce((n, s) => n + 2 * s.config.db.pool.size * s.config.replicas, 0),
+    )}`,
+    '',
+  ].join('\n');
+  return { ini, userlist: secrets.map((l) => `${l}\n`).join('') };
+}
+
 /** Writes a file readable by its owner only: the manifests carry keys. */
 function writePrivate(file: string, text: string): void {
   writeFileSync(file, text, { mode: 0o600 });
@@ -342,22 +412,33 @@ function writePrivate(file: string, text: string): void {
 /** Validates the groups as `start` does and writes the target's files; returns the paths written. */
 export function exportGroups(opts: ExportOptions, launcher: Pick<LauncherEnvironment, 'databaseUrl' | 'groupUsers'>, cwd = process.cwd()): string[] {
   if (opts.target === 'systemd') return exportSystemd(opts, launcher, cwd);
-  if (opts.target !== 'kubernetes' && opts.target !== 'compose') {
-    throw new UserError(`--target must be kubernetes or compose, got "${opts.target}"`);
+  if (opts.target !== 'kubernetes' && opts.target !== 'compose' && opts.target !== 'pgbouncer') {
+    throw new UserError(`--target must be kubernetes, compose, systemd or pgbouncer, got "${opts.target}"`);
   }
   const envDir = resolveDir(opts.envDir, cwd);
   const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
   const store = createCredentialStore(resolveDir(opts.instancesDir ?? 'instances', cwd));
-  const identities = resolveIdentities(specs, opts.target, store, opts.envDir);
+  const identities = resolveIdentities(specs, opts.target as ExportTarget, store, opts.envDir);
   const out = resolveDir(opts.out ?? path.join('deploy', opts.target), cwd);
   mkdirSync(out, { recursive: true });
-  for (const spec of specs) {
+  for (const spec of opts.target === 'pgbouncer' ? [] : specs) {
     if (identities.get(spec.name)!.shared)
       note(`group ${spec.name}: no DATABASE_URL a container can reach; it uses the shared postgres service, as its own role`);
     else if (!reachableFromContainer(spec.databaseUrl))
       note(`group ${spec.name}: its DATABASE_URL names this machine, which no pod reaches; change the host in Secret ${resourceName(spec.name)}`);
   }
   const written: string[] = [];
+  if (opts.target === 'pgbouncer') {
+    const { ini, userlist } = pgbouncerFiles(specs, identities);
+    const header = `# PgBouncer config, written by vcon-launch export from env/ (${new Date().toISOString()}); userlist.txt holds the roles' md5 secrets: keep both private.\n`;
+    const files = { 'pgbouncer.ini': header + ini, 'userlist.txt': userlist };
+    for (const [name, text] of Object.entries(files)) {
+      writePrivate(path.join(out, name), text);
+      written.push(path.join(out, name));
+    }
+    note('point each group at PgBouncer: DATABASE_URL with host:6432 and DB_POOLER=pgbouncer');
+    return written;
+  }
   if (opts.target === 'kubernetes') {
     for (const spec of specs) {
       const file = path.join(out, `${spec.name}.yaml`);
@@ -376,8 +457,8 @@ export function exportGroups(opts: ExportOptions, launcher: Pick<LauncherEnviron
 export function registerExport(program: Command): void {
   const cmd = program
     .command('export')
-    .description('write Kubernetes manifests or a Compose file for groups, validated like start')
-    .requiredOption('--target <target>', 'kubernetes, compose or systemd')
+    .description("write Kubernetes manifests, a Compose file, systemd units, or PgBouncer's config and userlist for groups, validated like start")
+    .requiredOption('--target <target>', 'kubernetes, compose, systemd or pgbouncer')
     .option('--out <dir>', 'directory to write to (default deploy/<target>)');
   addGroupFlags(cmd);
   addInstancesDirFlag(cmd);

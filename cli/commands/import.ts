@@ -88,8 +88,12 @@ export interface ImportReport {
   running: boolean;
 }
 
+/** The files import reads inside a directory: one vCon or an array (.json, .vcon), or one per line (.ndjson, .jsonl). */
+const VCON_FILE = /\.(json|vcon|ndjson|jsonl)$/i;
+const LINES_FILE = /\.(ndjson|jsonl)$/i;
+
 /**
- * Every .json / .vcon file under the given paths (directories recursively), sorted, deduplicated.
+ * Every .json / .vcon / .ndjson / .jsonl file under the given paths (directories recursively), sorted, deduplicated.
  * Only the given tree is read: a symbolic link or special file found inside a directory is not
  * followed but listed in `ignored` (a link to another group's credentials file would otherwise put
  * them into this group's data). A path given by name is read wherever it points.
@@ -109,8 +113,8 @@ export function collectFiles(paths: string[]): { files: string[]; ignored: Ignor
     } else if (st.isSymbolicLink()) {
       ignored.push({ path: path.resolve(p), reason: 'a symbolic link (not followed: import reads the given tree only)' });
     } else if (!st.isFile()) {
-      if (explicit || /\.(json|vcon)$/i.test(p)) ignored.push({ path: path.resolve(p), reason: 'not a regular file' });
-    } else if (explicit || /\.(json|vcon)$/i.test(p)) {
+      if (explicit || VCON_FILE.test(p)) ignored.push({ path: path.resolve(p), reason: 'not a regular file' });
+    } else if (explicit || VCON_FILE.test(p)) {
       out.add(path.resolve(p));
     }
   };
@@ -148,6 +152,7 @@ function readItems(file: string, rejected: ImportOutcome[], follow: boolean, mod
     const code = (err as NodeJS.ErrnoException).code;
     return reject(`unreadable: ${code === 'ELOOP' ? 'a symbolic link (not followed)' : (code ?? (err as Error).message)}`);
   }
+  if (LINES_FILE.test(file)) return readLines(file, bytes, rejected, mode);
   const text = bytes.toString('utf8');
   let doc: unknown;
   try {
@@ -169,6 +174,39 @@ function readItems(file: string, rejected: ImportOutcome[], follow: boolean, mod
   // A file may hold one vCon or an array of them (an export).
   if (Array.isArray(doc)) return doc.map((v, i) => identify(`${file}[${i}]`, v, mode));
   return [identify(file, doc, mode)];
+}
+
+/**
+ * The vCons of an NDJSON file (`vcon-launch dump`, GET /vcons/export): one per line, each line
+ * its own source (`file:N`), so one bad line is rejected alone. Blank lines are skipped.
+ */
+function readLines(file: string, bytes: Buffer, rejected: ImportOutcome[], mode: ValidationMode): Item[] {
+  const out: Item[] = [];
+  let start = 0;
+  for (let n = 1; start < bytes.length; n++) {
+    let end = bytes.indexOf(0x0a, start);
+    if (end < 0) end = bytes.length;
+    const line = bytes.subarray(start, end);
+    start = end + 1;
+    const text = line.toString('utf8').trim();
+    if (text === '') continue;
+    const source = `${file}:${n}`;
+    let doc: unknown;
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      rejected.push({ source, outcome: 'rejected', reason: `invalid_json: line ${n} is not JSON (column ${jsonSyntaxPosition(text).column})` });
+      continue;
+    }
+    try {
+      checkJsonBytes(line, 'utf-8', 'line');
+    } catch (err) {
+      rejected.push({ source, outcome: 'rejected', reason: `validation_failed: ${(err as Error).message}` });
+      continue;
+    }
+    out.push(identify(source, doc, mode));
+  }
+  return out;
 }
 
 /**
@@ -320,8 +358,8 @@ async function readAllItems(files: string[], rejected: ImportOutcome[], given: R
   return out;
 }
 
-/** Starts the group's instance for this import alone (as the group's own role, like a started group). */
-async function startTemporary(
+/** Starts the group's instance for this command alone (as the group's own role, like a started group): import, dump. */
+export async function startTemporary(
   spec: GroupSpec,
   instancesDir: string,
   launcher: LauncherEnvironment,
@@ -380,7 +418,7 @@ export async function importFiles(
   const spec = loadGroup(opts.group, resolveDir(opts.envDir), launcher);
   const headers = authHeaders(spec);
   const { files, ignored } = collectFiles(opts.paths);
-  if (!files.length) throw new UserError(`no .json or .vcon files under ${opts.paths.join(', ')}`);
+  if (!files.length) throw new UserError(`no .json, .vcon, .ndjson or .jsonl files under ${opts.paths.join(', ')}`);
   const running = createRegistry(resolveDir(opts.instancesDir)).get(spec.name);
   if (!running && !spec.config.rest.enabled) throw new UserError(`group ${spec.name} has REST_API_ENABLED=false; import needs the REST API`);
   // A temporary instance boots (in a process of its own) while the files are read and checked.
@@ -500,7 +538,9 @@ export function formatImport(r: ImportReport, cwd = process.cwd()): string {
 export function registerImport(program: Command): void {
   const cmd = program
     .command('import')
-    .description('bulk-load vCon files (.json/.vcon, directories recursively) into a group through the batch API')
+    .description(
+      'bulk-load vCon files (.json/.vcon, .ndjson/.jsonl one per line as `dump` writes; directories recursively) into a group through the batch API',
+    )
     .argument('<paths...>', 'files or directories')
     .requiredOption('--group <name>', 'the group to load into')
     .option('--json', 'print the report (with every file outcome) as JSON');

@@ -233,6 +233,24 @@ export function createVconRepo(db: Db) {
       return row;
     },
 
+    /**
+     * The next documents after `after` in uuid order, as stored JSON text: at most `limit`, and no
+     * more than `maxBytes` of text once the first is in (a page of large documents stays small).
+     * Keyset paging over the primary key: each page is one short index scan, whatever the offset.
+     */
+    async exportPage(after: string | undefined, limit: number, maxBytes: number): Promise<{ uuid: string; doc: string }[]> {
+      return db<{ uuid: string; doc: string }[]>`
+        select uuid, doc from (
+          select v.uuid::text as uuid, v.doc::text as doc,
+                 sum(octet_length(v.doc::text)) over (order by v.uuid) - octet_length(v.doc::text) as before
+          from (select uuid, doc from vcons
+                where ${after === undefined ? db`true` : db`uuid > ${after}::uuid`}
+                order by uuid limit ${limit}) v
+        ) s
+        where before < ${maxBytes}
+        order by uuid`;
+    },
+
     /** The stored document as its JSON text, exactly as written (no parse, no re-serialisation). */
     async getText(uuid: string): Promise<string | undefined> {
       const [row] = await db<{ doc: string }[]>`select doc::text as doc from vcons where uuid = ${uuid}::uuid`;

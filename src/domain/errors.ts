@@ -226,11 +226,50 @@ export class ServerBusyError extends AppError {
 }
 
 /**
- * The typed error for a database failure that is not the request's fault (busy or unreachable),
- * or undefined for anything else. One mapping for both transports.
+ * Why the database refuses the group's role, in words that name no role, host or password (they
+ * are shown by the unauthenticated /health): undefined when the error is not such a refusal.
+ * SQLSTATE 28000/28P01 come at login, 3D000 when the database is gone, 42501 when CONNECT on the
+ * database was revoked.
+ */
+export function databaseRefusalOf(err: unknown): string | undefined {
+  const code = propOf(err, 'code');
+  if (typeof code !== 'string') return undefined;
+  const message = describeThrown(err);
+  if (code === '28P01') return "the database refuses the group's role: password authentication failed (the role's password changed?)";
+  if (code === '28000') {
+    if (/not permitted to log in/i.test(message)) return "the database refuses the group's role: it may not log in (NOLOGIN)";
+    if (/role .* does not exist/i.test(message)) return "the database refuses the group's role: the role does not exist";
+    if (/pg_hba/i.test(message)) return "the database refuses the group's role: no pg_hba.conf entry admits it";
+    return "the database refuses the group's role (invalid authorization)";
+  }
+  if (code === '3D000') return 'the database refuses the connection: the database does not exist';
+  if (code === '42501' && /permission denied for database/i.test(message)) {
+    return "the database refuses the group's role: it lacks CONNECT on the database";
+  }
+  return undefined;
+}
+
+/** 503 database_refused: the database answers but will not let the group's role in (see databaseRefusalOf). */
+export class DatabaseRefusedError extends AppError {
+  constructor(reason: string) {
+    super(
+      503,
+      'database_refused',
+      `${reason.charAt(0).toUpperCase()}${reason.slice(1)}`,
+      undefined,
+      "fix the role (ALTER ROLE … LOGIN PASSWORD …) or run vcon-launch provision; the server's log names the role",
+    );
+  }
+}
+
+/**
+ * The typed error for a database failure that is not the request's fault (busy, unreachable or
+ * refusing the group's role), or undefined for anything else. One mapping for both transports.
  */
 export function databaseErrorOf(err: unknown): AppError | undefined {
   if (isInstance(err, AppError)) return undefined;
+  const refusal = databaseRefusalOf(err);
+  if (refusal) return new DatabaseRefusedError(refusal);
   if (isDatabaseCapacity(err)) {
     return new DatabaseBusyError(
       'The database is at its connection limit; retry shortly',

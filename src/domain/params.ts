@@ -405,6 +405,11 @@ export const WaitFor = z.preprocess(
 /** The query of the REST writes. */
 export const WriteQuery = z.object({ wait_for: WaitFor });
 
+/** `GET /vcons/export`: resume after the last uuid received. */
+export const ExportQuery = z.object({
+  after: UuidParam.optional().describe('Resume after this vCon UUID (the last line received); absent: from the first vCon'),
+});
+
 /** `PATCH /vcons/:uuid` and update_vcon's `updates`. */
 export const VconPatch = z
   .strictObject(

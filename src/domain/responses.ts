@@ -21,8 +21,17 @@ export const ERROR_CODES = {
   // database_busy: every connection stayed in use past DB_QUEUE_TIMEOUT_MS, or PostgreSQL refused one for capacity (SQLSTATE class 53).
   // embeddings_unavailable: the embedding provider of semantic/hybrid search failed (search routes only).
   // database_timeout: a catalog read (the /database routes) gave up at the statement or lock timeout.
+  // database_refused: PostgreSQL refuses the group's role (NOLOGIN, wrong password, role or database missing); the message says which.
   // server_busy: the request bodies this process reads at once would pass BODY_IN_FLIGHT_LIMIT.
-  503: ['auth_not_configured', 'database_unavailable', 'database_busy', 'database_timeout', 'embeddings_unavailable', 'server_busy'],
+  503: [
+    'auth_not_configured',
+    'database_unavailable',
+    'database_refused',
+    'database_busy',
+    'database_timeout',
+    'embeddings_unavailable',
+    'server_busy',
+  ],
 } as const satisfies Record<number, readonly string[]>;
 
 export type ErrorStatus = keyof typeof ERROR_CODES;
@@ -104,6 +113,7 @@ export const HealthOk = z.object({
     })
     .nullable()
     .describe('The search index queue (searches first index what was written before them); null when not measured'),
+  reason: z.null().describe('Why the instance is not healthy: null when it is'),
 });
 export const HealthDown = HealthOk.extend({
   success: z.literal(false),
@@ -111,6 +121,23 @@ export const HealthDown = HealthOk.extend({
     .enum(['unhealthy', 'busy'])
     .describe('busy: the database is up but every connection of this group is in use (retry after Retry-After); unhealthy: not reachable'),
   database: z.enum(['error', 'busy']),
+  reason: z
+    .string()
+    .describe(
+      "Why: the database refuses the group's role (may not log in, password failed, role or database missing), is not reachable, did not answer in time, or the pool is full. Names no role, host or password.",
+    ),
+});
+
+export const Liveness = z.object({
+  success: ok,
+  status: z.literal('alive'),
+  uptime_s: Count,
+});
+
+export const Readiness = z.object({
+  success: z.boolean(),
+  status: z.enum(['healthy', 'busy', 'unhealthy']).describe('As /health: ready only when healthy'),
+  reason: z.string().nullable().describe('Why not ready (as /health); null when ready'),
 });
 
 export const VersionInfo = z.object({

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -16,6 +16,8 @@ import { createAdmissionGate } from './admission.js';
 import { registerRoutes } from './routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import type { OpEnv } from '../transport/operations.js';
+import { registerMetricsRoute } from './metrics.js';
+import type { Metrics } from '../services/metrics.js';
 
 export interface AppDeps {
   config: Config;
@@ -24,6 +26,14 @@ export interface AppDeps {
   buildInfo: BuildInfo;
   /** Extra routes mounted at the server root, before REST and the 404 handler (the MCP endpoint). */
   mount?: (app: Express) => void;
+  /** Request figures and GET /metrics at the server root; none without. */
+  metrics?: Metrics;
+}
+
+/** The route template of an answered request, for the metrics (never the raw path: unbounded labels). */
+function routeOf(req: IncomingMessage): string {
+  const r = (req as { route?: { path?: unknown } }).route;
+  return typeof r?.path === 'string' ? r.path : 'unmatched';
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -59,10 +69,12 @@ export function buildApp(deps: AppDeps): Express {
   app.set('query parser', 'simple');
 
   const health = `${config.rest.basePath}/health`;
+  const metrics = deps.metrics;
   const { version, gitCommit, buildTime } = buildInfo;
   // One middleware for the request id, the build headers and the access log line. The line is
   // written by the root logger when the response ends: no child logger per request (pino-http
-  // built one for every request, whether or not anything logged through it).
+  // built one for every request, whether or not anything logged through it). The request figures
+  // (GET /metrics) are taken there too, by route template, when the response closes.
   app.use((req, res, next) => {
     const id = requestId(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', id);
@@ -73,10 +85,21 @@ export function buildApp(deps: AppDeps): Express {
       const start = performance.now();
       res.once('close', () => logRequest(log, res, req.method, req.originalUrl, id, start));
     }
+    if (metrics) {
+      const start = performance.now();
+      res.once('close', () => {
+        const code = (res.locals as { errorCode?: string }).errorCode;
+        metrics.observe(req.method, routeOf(req), res.statusCode, (performance.now() - start) / 1000, code);
+      });
+    }
     next();
   });
   // Mounted before REST so that a root base path ('') can't put /mcp behind REST's method rules.
   deps.mount?.(app);
+  // GET /metrics is the scraper's, not the REST API's: at the server root whatever the base path
+  // (where Prometheus looks), with its own key rule (METRICS_KEY too), so it is outside the
+  // operation table and the OpenAPI document.
+  if (metrics) registerMetricsRoute(app, { config, metrics });
 
   const base = config.rest.basePath;
   const api: Router = express.Router({ strict: false });

@@ -94,8 +94,9 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
   );
   sweep.unref();
 
-  // The REST keys and the REST error format; read-only keys may POST here (scope limits tools instead).
-  const auth = createAuth(config, log, { enforceMethods: false });
+  // The REST keys and the REST error format; read-only keys may POST here (scope limits tools
+  // instead). An invalid key is a 403: MCP clients answer a 401 with OAuth; a missing key stays 401 (auth.ts).
+  const auth = createAuth(config, log, { enforceMethods: false, invalidKey: 403 });
   const parseJson = express.json({ limit: config.rest.bodyLimit, verify: jsonBodyVerify(config.limits.maxElements) });
   const bodyGate = createBodyGate(config.rest.bodyLimit, opts.services.bodies);
   /**

@@ -59,6 +59,9 @@ export function createChangeService(deps: ChangeServiceDeps) {
   let poller: NodeJS.Timeout | undefined;
   let pruner: NodeJS.Timeout | undefined;
   let firstPrune: NodeJS.Timeout | undefined;
+  /** Streams following the log now, and entries they were sent since start (GET /metrics). */
+  let streams = 0;
+  let eventsSent = 0;
 
   async function step(): Promise<void> {
     const s = await repo.sample();
@@ -154,6 +157,7 @@ export function createChangeService(deps: ChangeServiceDeps) {
       let wake: () => void = () => undefined;
       const woken = () => wake();
       followers.add(woken);
+      streams++;
       startPolling();
       const onAbort = () => wake();
       signal.addEventListener('abort', onAbort);
@@ -165,12 +169,16 @@ export function createChangeService(deps: ChangeServiceDeps) {
             const rows = await repo.page(cursor, through, STREAM_CHUNK, start.kinds);
             // A filtered run may hold none of the kinds asked for: the cursor still moves to what was read.
             const end = rows.length < STREAM_CHUNK ? through : BigInt(rows[rows.length - 1].cursor);
-            if (rows.length > 0) await deliver(rows, end);
+            if (rows.length > 0) {
+              await deliver(rows, end);
+              eventsSent += rows.length;
+            }
             cursor = end;
           }
           if (horizon <= cursor) await arrived;
         }
       } finally {
+        streams--;
         followers.delete(woken);
         signal.removeEventListener('abort', onAbort);
       }
@@ -188,6 +196,9 @@ export function createChangeService(deps: ChangeServiceDeps) {
 
     /** Prunes entries older than `before` (the retention by default); returns how many went. */
     prune,
+
+    /** Streams open now and entries sent to streams since start. */
+    stats: () => ({ streams, events_sent: eventsSent }),
 
     /** Ends every stream (each sends its end event) and the background work. */
     stop(): void {

@@ -1,5 +1,5 @@
 import type { BuildInfo } from '../version.js';
-import { isDatabaseCapacity } from '../domain/errors.js';
+import { databaseRefusalOf, describeThrown, isDatabaseCapacity, isDatabaseUnavailable, isInstance, AppError } from '../domain/errors.js';
 import type { Admission } from './admission.js';
 import type { PoolSplit } from '../config.js';
 import type { BodyBudget, BodyBudgetStats } from './body-budget.js';
@@ -47,6 +47,25 @@ export interface HealthReport {
   bodies: BodyBudgetStats;
   /** null when not measured (busy or down). */
   index: IndexReport | null;
+  /** Why the state is not healthy, in words that name no role, host or password; null when healthy. */
+  reason: string | null;
+}
+
+/** Seconds the probe waits for the database before calling it unhealthy (or busy). */
+const DEFAULT_TIMEOUT_MS = 1500;
+
+/** The reason of a failed ping, for /health (never a role, host or password: /health needs no key). */
+export function pingFailureReason(err: unknown): string {
+  const refusal = databaseRefusalOf(err);
+  if (refusal) return refusal;
+  if (isDatabaseCapacity(err)) return 'the database is at its connection limit';
+  if (isInstance(err, AppError)) return err.message;
+  if (isDatabaseUnavailable(err)) {
+    const code = (err as { code?: unknown }).code;
+    return `the database is not reachable (${typeof code === 'string' ? code : 'connection failed'})`;
+  }
+  // Anything else names no secret either way, but keep it short.
+  return `the database check failed: ${describeThrown(err).slice(0, 200)}`;
 }
 
 /**
@@ -66,18 +85,26 @@ export function createHealthService(deps: {
   timeoutMs?: number;
 }) {
   const started = Date.now();
-  const timeoutMs = deps.timeoutMs ?? 1500;
-  const probe = async (): Promise<{ state: HealthState; ping: PingResult | null }> => {
-    if (deps.admission.stats().waiting > 0) return { state: 'busy', ping: null };
+  const timeoutMs = deps.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  type Probe = { state: HealthState; ping: PingResult | null; reason: string | null };
+  const probe = async (): Promise<Probe> => {
+    if (deps.admission.stats().waiting > 0) return { state: 'busy', ping: null, reason: "every connection of the group's pool is in use" };
     let timer: NodeJS.Timeout | undefined;
     const result = await Promise.race([
       deps.ping().then(
-        (ping) => ({ state: 'healthy' as const, ping }),
-        (err) => ({ state: isDatabaseCapacity(err) ? ('busy' as const) : ('unhealthy' as const), ping: null }),
+        (ping): Probe => ({ state: 'healthy', ping, reason: null }),
+        (err: unknown): Probe => ({ state: isDatabaseCapacity(err) ? 'busy' : 'unhealthy', ping: null, reason: pingFailureReason(err) }),
       ),
-      new Promise<{ state: HealthState; ping: null }>((resolve) => {
+      new Promise<Probe>((resolve) => {
         // A ping stuck behind a full pool is busy, not down.
-        timer = setTimeout(() => resolve({ state: deps.admission.saturated() ? 'busy' : 'unhealthy', ping: null }), timeoutMs);
+        timer = setTimeout(() => {
+          const busy = deps.admission.saturated();
+          resolve({
+            state: busy ? 'busy' : 'unhealthy',
+            ping: null,
+            reason: busy ? "every connection of the group's pool is in use" : `the database did not answer within ${timeoutMs} ms`,
+          });
+        }, timeoutMs);
       }),
     ]);
     clearTimeout(timer);
@@ -85,7 +112,7 @@ export function createHealthService(deps: {
   };
   return {
     async check(): Promise<HealthReport> {
-      const { state, ping } = await probe();
+      const { state, ping, reason } = await probe();
       const { size: turns, in_use, waiting } = deps.admission.stats();
       const split = deps.pool ?? { size: turns, requests: turns, index: 0, analyze: 0 };
       return {
@@ -98,6 +125,7 @@ export function createHealthService(deps: {
         pool: { ...split, in_use, waiting, connections: ping?.connections ?? null },
         bodies: deps.bodies.stats(),
         index: ping?.index ?? null,
+        reason,
       };
     },
   };
@@ -119,5 +147,6 @@ export function healthBody(h: HealthReport) {
     pool: h.pool,
     bodies: h.bodies,
     index: h.index,
+    reason: h.reason,
   };
 }

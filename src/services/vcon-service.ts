@@ -105,6 +105,9 @@ export function createVconService(deps: VconServiceDeps) {
   const now = deps.now ?? (() => new Date());
   const maxElements = deps.maxElements ?? DEFAULT_MAX_ELEMENTS;
   const mode = deps.validation ?? 'strict';
+  /** Documents per export page, and the text a page may hold once its first document is in. */
+  const EXPORT_PAGE = 200;
+  const EXPORT_PAGE_BYTES = 4 * 1024 * 1024;
   const hasReadHooks = plugins.some((p) => p.hooks?.beforeRead || p.hooks?.afterRead);
   const hasCreateHooks = plugins.some((p) => p.hooks?.beforeCreate);
 
@@ -292,6 +295,19 @@ export function createVconService(deps: VconServiceDeps) {
       const updated = results.filter((r) => r.status === 200).length;
       const failed = results.filter((r) => r.status === 400).length;
       return { success: failed === 0, total: items.length, created, updated, failed, results };
+    },
+
+    /**
+     * One page of the group's export (GET /vcons/export): documents after `after` in uuid order, as
+     * JSON text exactly as stored, or through the plugins' afterRead hooks when there are any.
+     */
+    async exportPage(after: string | undefined, ctx: RequestCtx): Promise<{ uuid: string; text: string }[]> {
+      const rows = await repo.exportPage(after, EXPORT_PAGE, EXPORT_PAGE_BYTES);
+      if (!hasReadHooks) return rows.map((r) => ({ uuid: r.uuid, text: r.doc }));
+      const out: { uuid: string; text: string }[] = [];
+      for (const r of rows)
+        out.push({ uuid: r.uuid, text: JSON.stringify(await runHook(plugins, 'afterRead', JSON.parse(r.doc) as JsonObject, ctx)) });
+      return out;
     },
 
     /**

@@ -53,13 +53,21 @@ export function createKeyResolver(config: Config) {
 /**
  * Authentication for REST (and /mcp): 401 missing/invalid, 403 read-only key on a write method,
  * 503 when auth is required and no key is configured. Sets res.locals.auth.
+ *
+ * `invalidKey: 403` (the MCP endpoint): a key that was sent but is none of the group's is a 403
+ * without `WWW-Authenticate`. MCP clients (the SDK's with an auth provider, the official Inspector)
+ * take a 401 as the start of OAuth discovery, which this server does not offer, and would report
+ * an OAuth failure instead of the key problem; a 403 lets them show the body ("API key invalid").
+ * A missing key stays 401 with `WWW-Authenticate: Bearer` on every endpoint: that is the signal
+ * that credentials are needed at all.
  */
-export function createAuth(config: Config, _log: Logger, opts: { enforceMethods?: boolean } = {}): RequestHandler {
+export function createAuth(config: Config, _log: Logger, opts: { enforceMethods?: boolean; invalidKey?: 401 | 403 } = {}): RequestHandler {
   const resolve = createKeyResolver(config);
   const production = config.production;
   const header = config.auth.header;
   const how = header === 'authorization' ? 'Authorization: Bearer <key>' : `${header}: <key>`;
   const enforceMethods = opts.enforceMethods ?? true;
+  const invalidStatus = opts.invalidKey ?? 401;
   return (req, res, next) => {
     if (!config.auth.required) {
       res.locals.auth = { scope: 'write', keyId: null } satisfies AuthInfo;
@@ -80,7 +88,7 @@ export function createAuth(config: Config, _log: Logger, opts: { enforceMethods?
     }
     const auth = resolve(key);
     if (!auth) {
-      sendError(req, res, 401, 'unauthorized', 'API key invalid', {
+      sendError(req, res, invalidStatus, 'unauthorized', 'API key invalid', {
         hint: `Send a key listed in API_KEYS or API_KEYS_READONLY as ${how}`,
         production,
       });

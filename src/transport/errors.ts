@@ -123,6 +123,8 @@ export function toErrorBody(err: unknown, opts: ErrorMapOptions): { status: numb
 export function sendErrorBody(req: Request, res: Response, status: number, c: ErrorContent): void {
   const body: ErrorBody = { success: false, ...c };
   body.request_id = String(res.getHeader('X-Request-Id') ?? req.headers['x-request-id'] ?? '');
+  // The code, for the request metrics (read when the response ends).
+  res.locals.errorCode = c.error;
   if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
   if ((c.error === 'database_busy' || c.error === 'server_busy') && !res.headersSent) res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_S));
   if (!res.headersSent) res.status(status).json(body);

@@ -19,6 +19,7 @@ import type { Services } from '../services/index.js';
 import type { SubResource } from '../services/vcon-service.js';
 import type { BuildInfo } from '../version.js';
 import { streamChanges } from './change-stream.js';
+import { streamExport } from './export-stream.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -38,6 +39,8 @@ export const SCHEMAS = {
   Pagination: R.Pagination,
   HealthOk: R.HealthOk,
   HealthDown: R.HealthDown,
+  Liveness: R.Liveness,
+  Readiness: R.Readiness,
   VersionInfo: R.VersionInfo,
   JsonSchemaDocument: R.JsonSchemaDocument,
   OpenApiDocument: R.OpenApiDocument,
@@ -315,6 +318,48 @@ export const OPERATIONS: readonly Entry[] = [
       },
     ],
   }),
+  // Kubernetes-style probes, REST-only (no tools): /livez answers while the process can answer at
+  // all (a database outage must not restart every pod), /readyz says what /health says, in short.
+  op({
+    method: 'get',
+    path: '/livez',
+    id: 'getLiveness',
+    tag: 'infrastructure',
+    scope: 'none',
+    alwaysServed: true,
+    summary: 'Liveness: the process answers (200 even while the database is down)',
+    description: 'For liveness probes: a database outage must not restart the instance. Readiness is /readyz.',
+    replies: { 200: { description: 'Alive', schema: 'Liveness' } },
+    operations: [],
+    call: async () => ({ status: 'alive' as const, uptime_s: Math.round(process.uptime()) }),
+    reply: (r, res) => {
+      res.setHeader('Cache-Control', 'no-store');
+      res.json({ success: true, ...r });
+    },
+  }),
+  op({
+    method: 'get',
+    path: '/readyz',
+    id: 'getReadiness',
+    tag: 'infrastructure',
+    scope: 'none',
+    alwaysServed: true,
+    summary: 'Readiness: what /health says about the database, in short',
+    replies: {
+      200: { description: 'Ready: the database answered', schema: 'Readiness' },
+      503: {
+        description: 'Not ready: the database is unreachable, refuses the role, or the pool is full (busy, with Retry-After)',
+        schema: 'Readiness',
+      },
+    },
+    operations: ['health.check'],
+    call: async (_i, _ctx, { services }) => services.health.check(),
+    reply: (h, res) => {
+      res.setHeader('Cache-Control', 'no-store');
+      if (h.state === 'busy') res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_S));
+      res.status(h.healthy ? 200 : 503).json({ success: h.healthy, status: h.state, reason: h.reason });
+    },
+  }),
   op({
     method: 'get',
     path: '/version',
@@ -551,6 +596,25 @@ export const OPERATIONS: readonly Entry[] = [
         annotations: READ,
       },
     ],
+  }),
+  op({
+    method: 'get',
+    path: '/vcons/export',
+    id: 'exportVcons',
+    tag: 'vcons',
+    scope: 'read',
+    // A stream of the whole group: it takes its pool turn per page, not for its whole length.
+    ungated: true,
+    summary: 'Every vCon of the group as NDJSON (one stored document per line, in uuid order)',
+    description:
+      'A stream for backups and moving a tenant: read-only keys may use it. Memory stays constant whatever the size; a cut stream resumes with ?after=<the uuid of the last complete line>. `vcon-launch import` reads the result back.',
+    query: P.ExportQuery,
+    replies: { 200: { description: 'One vCon per line, each exactly as stored', schema: 'StoredVcon', contentType: 'application/x-ndjson' } },
+    errors: [400],
+    operations: ['vcons.exportPage'],
+    // REST-only: a stream is no tool result; MCP reads vCons with list_vcons and get_vcon.
+    call: () => Promise.reject(new Error('GET /vcons/export is answered by its stream')),
+    rest: ({ req, res, input, ctx, env }) => streamExport(req, res, input.query, ctx, env.services),
   }),
   op({
     method: 'get',

@@ -45,3 +45,11 @@ export async function startTcpProxy(target: { host: string; port: number }) {
     },
   };
 }
+
+/** A proxy in front of the database of `url`, and the same URL through it. */
+export async function proxyDatabase(url: string) {
+  const u = new URL(url);
+  const proxy = await startTcpProxy({ host: u.hostname, port: Number(u.port || 5432) });
+  u.host = `127.0.0.1:${proxy.port}`;
+  return { proxy, url: u.toString() };
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseUrl } from '../helpers/db.js';
-import { startTcpProxy } from '../helpers/tcp-proxy.js';
+import { proxyDatabase, type startTcpProxy } from '../helpers/tcp-proxy.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/poll.js';
 
@@ -8,10 +8,9 @@ let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
 let s: TestServer;
 
 beforeAll(async () => {
-  const u = new URL(databaseUrl());
-  proxy = await startTcpProxy({ host: u.hostname, port: Number(u.port || 5432) });
-  u.host = `127.0.0.1:${proxy.port}`;
-  s = await startTestServer({ DATABASE_URL: u.toString(), VCON_INSTANCE_LABEL: 'Health Group' });
+  const db = await proxyDatabase(databaseUrl());
+  proxy = db.proxy;
+  s = await startTestServer({ DATABASE_URL: db.url, VCON_INSTANCE_LABEL: 'Health Group' });
 });
 afterAll(async () => {
   await proxy.restore().catch(() => undefined);

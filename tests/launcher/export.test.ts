@@ -133,8 +133,15 @@ describe('vcon-launch export --target kubernetes', () => {
     expect(env.API_KEYS).toBeUndefined();
     expect(env.DATABASE_URL).toBeUndefined();
     expect(env.ANALYZE_DATABASE_PASSWORD).toBeUndefined();
-    expect(c.readinessProbe.httpGet).toEqual({ path: '/api/v1/health', port: 'http' });
-    expect(c.livenessProbe.httpGet).toEqual({ path: '/api/v1/health', port: 'http' });
+    // Liveness never depends on the database (an outage restarts no pod); readiness does; startup has its own budget.
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/api/v1/readyz', port: 'http' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/api/v1/livez', port: 'http' });
+    expect(c.startupProbe.httpGet).toEqual({ path: '/api/v1/livez', port: 'http' });
+    expect(spec.template.metadata.annotations).toEqual({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '3000',
+      'prometheus.io/path': '/metrics',
+    });
     expect(c.resources).toEqual({ requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '512Mi' } });
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(service.spec.selector).toEqual(spec.selector.matchLabels);
@@ -154,7 +161,7 @@ describe('vcon-launch export --target kubernetes', () => {
     expect(bc.env).toContainEqual({ name: 'ANALYZE_DATABASE_USER', value: roleOf(ws, 'Beta.team').analyzeRole });
     expect(beta[1].spec.replicas).toBe(1);
     expect(bc.ports[0].containerPort).toBe(8081);
-    expect(bc.readinessProbe.httpGet.path).toBe('/v2/health');
+    expect(bc.readinessProbe.httpGet.path).toBe('/v2/readyz');
     // The container's memory limit and its node's heap limit both come from VCON_MEMORY_LIMIT.
     expect(bc.resources.limits).toEqual({ memory: '1024Mi' });
     expect(bc.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=615' });
@@ -249,7 +256,7 @@ describe('vcon-launch export --target compose', () => {
     const acme = compose.services['vcon-acme'];
     expect(acme.deploy.replicas).toBe(3);
     expect(acme.restart).toBe('unless-stopped');
-    expect(acme.healthcheck.test.join(' ')).toContain('http://127.0.0.1:3000/api/v1/health');
+    expect(acme.healthcheck.test.join(' ')).toContain('http://127.0.0.1:3000/api/v1/readyz');
     expect(acme.environment.DATABASE_URL).toBe(`postgres://${roleOf(ws, 'acme').role}:acme-role-pw@db.internal:5432/vcon`);
     expect(acme.depends_on).toBeUndefined();
     const beta = compose.services['vcon-beta-team'];
@@ -362,10 +369,39 @@ describe('a bad env file', () => {
     expect(existsSync(path.join(ws.dir, 'never'))).toBe(false);
   });
 
+  it("writes PgBouncer's config and userlist from the groups' roles and pools", async () => {
+    const out = path.join(ws.dir, 'deploy-pgbouncer');
+    const r = await ws.run(['export', '--target', 'pgbouncer', '--group', 'acme', '--group', 'Beta.team', '--out', out]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const ini = readFileSync(path.join(out, 'pgbouncer.ini'), 'utf8');
+    const userlist = readFileSync(path.join(out, 'userlist.txt'), 'utf8');
+    const acme = roleOf(ws, 'acme');
+    const beta = roleOf(ws, 'Beta.team');
+    const md5 = (role: string, pw: string) =>
+      `md5${createHash('md5')
+        .update(pw + role)
+        .digest('hex')}`;
+    expect(userlist.split('\n').filter(Boolean).sort()).toEqual(
+      [
+        `"${acme.role}" "${md5(acme.role, 'acme-role-pw')}"`,
+        `"${acme.analyzeRole}" "${md5(acme.analyzeRole, 'acme-analyze-pw')}"`,
+        `"${beta.role}" "${md5(beta.role, 'beta-role-pw')}"`,
+        `"${beta.analyzeRole}" "${md5(beta.analyzeRole, 'beta-analyze-pw')}"`,
+      ].sort(),
+    );
+    // One database entry for the server both groups use; acme's pool is DB_POOL_MAX (10) × 3 replicas.
+    expect(ini).toMatch(/^vcon = host=db\.internal port=5432 dbname=vcon max_db_connections=\d+$/m);
+    expect(ini).toContain(`${acme.role} = pool_size=30 max_user_connections=30`);
+    expect(ini).toContain(`${beta.role} = pool_size=10 max_user_connections=10`);
+    expect(ini).toMatch(/^pool_mode = transaction$/m);
+    expect(ini).toMatch(/^auth_type = md5$/m);
+    expect(ini).not.toContain('acme-role-pw');
+  });
+
   it('refuses an unknown target', async () => {
     const r = await ws.run(['export', '--target', 'nomad', '--all']);
     expect(r.exitCode).not.toBe(0);
-    expect(r.stderr).toMatch(/--target must be kubernetes or compose, got "nomad"/);
+    expect(r.stderr).toMatch(/--target must be kubernetes, compose, systemd or pgbouncer, got "nomad"/);
   });
 });
 

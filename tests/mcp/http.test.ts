@@ -52,7 +52,7 @@ async function rawPost(headers: Record<string, string>, body: unknown) {
   } catch {
     json = text;
   }
-  return { status: res.status, body: json };
+  return { status: res.status, headers: res.headers, body: json };
 }
 
 describe('MCP over Streamable HTTP', () => {
@@ -274,7 +274,7 @@ describe('MCP over Streamable HTTP', () => {
 });
 
 describe('MCP HTTP sessions', () => {
-  it('authenticates like REST: 401 without or with a bad key, in the REST error format', async () => {
+  it('authenticates like REST, in the REST error format: a missing key is 401 with a Bearer challenge, an invalid key 403 without one', async () => {
     const init = {
       jsonrpc: '2.0',
       id: 1,
@@ -283,11 +283,14 @@ describe('MCP HTTP sessions', () => {
     };
     const none = await rawPost({}, init);
     expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer');
     expect(none.body).toMatchObject({ success: false, error: 'unauthorized', message: 'API key missing' });
     const bad = await rawPost({ authorization: 'Bearer nope' }, init);
-    expect(bad.status).toBe(401);
+    expect(bad.status).toBe(403);
+    expect(bad.headers.get('www-authenticate')).toBeNull();
     expect(bad.body).toMatchObject({ error: 'unauthorized', message: 'API key invalid' });
-    await expect(connectHttp(s.instance.url!, 'nope')).rejects.toThrow();
+    // The SDK's client shows the key problem, not an OAuth failure.
+    await expect(connectHttp(s.instance.url!, 'nope')).rejects.toThrow(/API key invalid/);
     const noSession = await rawPost({ authorization: `Bearer ${KEY}` }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
     expect(noSession.status).toBe(400);
     const unknown = await rawPost(
@@ -321,6 +324,7 @@ describe('MCP HTTP sessions', () => {
     expect(brokenGzip.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
     // The key is checked first all the same.
     expect((await rawPost({ 'content-type': 'text/plain' }, init)).status).toBe(401);
+    expect((await rawPost({ authorization: 'Bearer nope', 'content-type': 'text/plain' }, init)).status).toBe(403);
   });
 
   it('binds a session to the key that opened it: another key gets 403', async () => {

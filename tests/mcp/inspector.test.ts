@@ -86,4 +86,28 @@ describe('MCP Inspector --strict, Streamable HTTP', () => {
     },
     90_000,
   );
+
+  it('reports the key problem for a wrong key, not an OAuth prompt', async () => {
+    const url = `${srv.instance.url}/mcp`;
+    const run = await execa(
+      INSPECTOR,
+      [
+        '--cli',
+        '--format',
+        'json',
+        '--method',
+        'tools/list',
+        '--transport',
+        'http',
+        '--server-url',
+        url,
+        '--header',
+        'Authorization: Bearer wrong-key',
+      ],
+      { cwd: packageRoot, reject: false, timeout: 60_000, input: '', env: { HOME: path.join(packageRoot, '.vcon', 'inspector-home') } },
+    );
+    const out = `${run.stdout}\n${run.stderr}`;
+    expect(out).toContain('API key invalid');
+    expect(out).not.toMatch(/OAuth/);
+  }, 90_000);
 });

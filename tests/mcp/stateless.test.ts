@@ -91,6 +91,7 @@ describe('MCP over HTTP without sessions', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(res.status).toBe(401);
-    expect(await res.json()).toMatchObject({ error: 'unauthorized' });
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await res.json()).toMatchObject({ error: 'unauthorized', message: 'API key missing' });
   });
 });

@@ -75,7 +75,7 @@ describe('GET /openapi.json', () => {
       const [m, p] = r.split(' ');
       return Array.isArray(doc.paths[p][m.toLowerCase()].security) && doc.paths[p][m.toLowerCase()].security.length === 0;
     });
-    expect(open).toEqual(['GET /examples/{type}', 'GET /health', 'GET /openapi.json', 'GET /schema', 'GET /version']);
+    expect(open).toEqual(['GET /examples/{type}', 'GET /health', 'GET /livez', 'GET /openapi.json', 'GET /readyz', 'GET /schema', 'GET /version']);
     for (const r of documented(doc).filter((x) => !open.includes(x))) {
       const [m, p] = r.split(' ');
       expect(Object.keys(doc.paths[p][m.toLowerCase()].responses), r).toEqual(expect.arrayContaining(['401', '403', '500', '503']));

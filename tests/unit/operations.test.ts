@@ -53,10 +53,11 @@ describe('express, OpenAPI and MCP are generated from one table', () => {
     expect(expressRoutes().sort()).toEqual(table);
     const doc = buildOpenApiDocument(parseConfig({ API_KEYS: 'k' }), { version: '1' });
     expect([...documented(doc).keys()].sort()).toEqual(table);
-    // With REST off only the operations served without it are routes.
-    expect(expressRoutes({ REST_API_ENABLED: 'false' }).sort()).toEqual(['GET /health', 'GET /version']);
+    // With REST off only the operations served without it are routes (health, the probes, version).
+    const always = ['GET /health', 'GET /livez', 'GET /readyz', 'GET /version'];
+    expect(expressRoutes({ REST_API_ENABLED: 'false' }).sort()).toEqual(always);
     const off = buildOpenApiDocument(parseConfig({ API_KEYS: 'k', REST_API_ENABLED: 'false' }), { version: '1' });
-    expect([...documented(off).keys()].sort()).toEqual(['GET /health', 'GET /version']);
+    expect([...documented(off).keys()].sort()).toEqual(always);
   });
 
   it('registers literal paths before the parameterised paths they could be taken for', () => {
