@@ -110,6 +110,10 @@ export const HealthOk = z.object({
       thread: z
         .boolean()
         .describe('Whether the background index thread runs now: it starts when there is work and is retired after INDEX_THREAD_IDLE_S without'),
+      thread_out_of_heap: Count.describe('Index threads V8 ended for running out of their heap since start (each is replaced)'),
+      thread_failed: z
+        .boolean()
+        .describe('True after the index thread ran out of heap several times in a row: searches then index what they need themselves'),
     })
     .nullable()
     .describe('The search index queue (searches first index what was written before them); null when not measured'),

@@ -238,7 +238,15 @@ export function createResponseChecker(doc: Json) {
       const mediaType = (x.contentType ?? '').split(';')[0].trim().toLowerCase();
       if (!(mediaType in response.content))
         return [`${label}: content type ${mediaType || '(none)'} not declared (${Object.keys(response.content).join(', ')})`];
-      return validateAt(`${ptrBase}/content/${escapePointer(mediaType)}/schema`, x.body).map((m) => `${label}: ${m}`);
+      const at = `${ptrBase}/content/${escapePointer(mediaType)}/schema`;
+      // NDJSON: the declared schema is each line's (the document says so in the route's description).
+      if (mediaType === 'application/x-ndjson' && typeof x.body === 'string') {
+        return x.body
+          .split('\n')
+          .filter((line) => line !== '')
+          .flatMap((line, i) => validateAt(at, JSON.parse(line)).map((m) => `${label}: line ${i + 1}: ${m}`));
+      }
+      return validateAt(at, x.body).map((m) => `${label}: ${m}`);
     },
 
     /** Responses outside any operation (405, unknown routes): the one error format and a listed status. */

@@ -65,6 +65,8 @@ describe('infrastructure', () => {
     await expectStatus(s.api('/openapi.json', { key: null }), 200);
     for (const type of EXAMPLE_TYPES) await expectStatus(s.api(`/examples/${type}`, { key: null }), 200);
     await expectStatus(s.api('/examples/fax', { key: null }), 404);
+    await expectStatus(s.api('/livez', { key: null }), 200);
+    await expectStatus(s.api('/readyz', { key: null }), 200);
   });
 });
 
@@ -220,6 +222,11 @@ describe('database and analytics', () => {
 });
 
 describe('changes', () => {
+  it('GET /vcons/export: NDJSON, each line a stored vCon; 400 on a bad cursor', async () => {
+    await expectStatus(s.api('/vcons/export'), 200);
+    await expectStatus(s.api('/vcons/export?after=not-a-uuid'), 400);
+  });
+
   it('GET /changes: a page, 400 on a bad cursor, 410 never here (nothing pruned)', async () => {
     await expectStatus(s.api('/vcons', { method: 'POST', json: vcon() }), 201);
     await expectStatus(s.api('/changes?limit=2', { key: RO_KEY }), 200);

@@ -373,6 +373,13 @@ describe('over HTTP', () => {
     >`select count(*)::int as n from vcon_search where vcon_uuid = ${later.uuid as string}::uuid`;
     expect(indexed.n).toBe(1);
     const health = await s.api('/health', { key: null });
-    expect(health.body.index).toEqual({ pending: expect.any(Number), lag_s: expect.any(Number), failing: 0, thread: expect.any(Boolean) });
+    expect(health.body.index).toEqual({
+      pending: expect.any(Number),
+      lag_s: expect.any(Number),
+      failing: 0,
+      thread: expect.any(Boolean),
+      thread_out_of_heap: 0,
+      thread_failed: false,
+    });
   });
 });

@@ -179,7 +179,10 @@ describe('keys are per group', () => {
             params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'probe', version: '1' } },
           }),
         });
-        expect(res.status).toBe(401);
+        // Another group's key is an invalid key here: 403 without WWW-Authenticate on /mcp (so MCP
+        // clients report the key instead of starting OAuth), never a session.
+        expect(res.status).toBe(403);
+        expect(res.headers.get('www-authenticate')).toBeNull();
         expect(await res.json()).toMatchObject({ success: false, error: 'unauthorized' });
       }
       await expect(connectHttp(self.url, other.rwKey)).rejects.toThrow();
