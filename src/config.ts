@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { packageRoot } from './paths.js';
+import { literalHost, privateAddressProblem } from './domain/addresses.js';
 import { DEFAULT_MAX_ELEMENTS, VALIDATION_MODES, type ValidationMode } from './domain/vcon.js';
 
 /**
@@ -111,6 +112,32 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+/** Why a WEBHOOK_URLS entry is unusable (undefined: it is usable). */
+function webhookUrlProblem(u: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(u);
+  } catch {
+    return 'is not a URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http:// or https:// URL';
+  return undefined;
+}
+
+/** Why a WEBHOOK_SECRET is unusable: Standard Webhooks' whsec_ and base64 of 24 to 64 bytes. */
+function webhookSecretProblem(v: string): string | undefined {
+  const m = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(v);
+  const bytes = m ? Buffer.from(m[1], 'base64').length : 0;
+  if (!m || bytes < 24 || bytes > 64) return 'must be whsec_ followed by the base64 of 24 to 64 random bytes (e.g. whsec_$(openssl rand -base64 32))';
+  return undefined;
+}
+
+/** Whether a URL's host is an IP literal of a private, loopback or link-local address. */
+function privateLiteralHost(u: string): boolean {
+  const host = literalHost(new URL(u));
+  return host !== undefined && privateAddressProblem(host) !== undefined;
+}
 
 const dbUrl = optionalString.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL');
 
@@ -257,6 +284,19 @@ export const EnvSchema = z.object({
   STATEMENT_TIMEOUT_MS: int(30_000, 100, 3_600_000),
   // How long the change log keeps an entry (GET /changes); older ones are pruned in the background.
   CHANGES_RETENTION_HOURS: int(168, 1, 87_600),
+  // Webhooks (docs/webhooks.md): where every change of the group is POSTed, and the signing secret.
+  WEBHOOK_URLS: list.superRefine((urls, ctx) => {
+    for (const u of urls) {
+      const problem = webhookUrlProblem(u);
+      if (problem) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(u)} ${problem}` });
+    }
+    if (new Set(urls).size !== urls.length) ctx.addIssue({ code: 'custom', message: 'lists a URL twice' });
+  }),
+  WEBHOOK_SECRET: optionalString.superRefine((v, ctx) => {
+    const problem = v === undefined ? undefined : webhookSecretProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
+  WEBHOOK_ALLOW_PRIVATE: bool(false),
   VCON_VALIDATION: z
     .string()
     .trim()
@@ -278,6 +318,7 @@ export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
   'ANALYZE_DATABASE_PASSWORD',
   'EMBEDDINGS_API_KEY',
   'METRICS_KEY',
+  'WEBHOOK_SECRET',
 ]);
 
 export interface Config {
@@ -355,6 +396,8 @@ export interface Config {
   changes: { retentionHours: number };
   /** What the group's documents may be (docs/configuration.md "Validation modes"). */
   validation: ValidationMode;
+  /** Where the group's changes are POSTed (docs/webhooks.md); none when `urls` is empty. */
+  webhooks: { urls: string[]; secret: string | undefined; allowPrivate: boolean };
 }
 
 /** Thrown when the environment is invalid; lists every bad variable. */
@@ -424,6 +467,25 @@ export function parseConfig(env: EnvInput): Config {
       { variable: 'EMBEDDINGS_URL', message: 'the openai provider needs EMBEDDINGS_URL (or EMBEDDINGS_API_KEY for api.openai.com)' },
     ]);
   }
+  if (e.WEBHOOK_URLS.length > 0 && !e.WEBHOOK_SECRET) {
+    throw new ConfigError([
+      {
+        variable: 'WEBHOOK_SECRET',
+        message: 'WEBHOOK_URLS is set: deliveries are signed with WEBHOOK_SECRET (whsec_ and base64 of 24 to 64 random bytes)',
+      },
+    ]);
+  }
+  if (!e.WEBHOOK_ALLOW_PRIVATE) {
+    const literal = e.WEBHOOK_URLS.find((u) => privateLiteralHost(u));
+    if (literal) {
+      throw new ConfigError([
+        {
+          variable: 'WEBHOOK_URLS',
+          message: `${JSON.stringify(literal)} is a private, loopback or link-local address: set WEBHOOK_ALLOW_PRIVATE=true to allow it`,
+        },
+      ]);
+    }
+  }
   const poolMax = e.DB_POOL_MAX > 0 ? e.DB_POOL_MAX : e.DB_POOLER === 'pgbouncer' ? PGBOUNCER_POOL_MAX : DEFAULT_POOL_MAX;
   return {
     nodeEnv: e.NODE_ENV,
@@ -480,6 +542,7 @@ export function parseConfig(env: EnvInput): Config {
     replicas: e.VCON_REPLICAS,
     changes: { retentionHours: e.CHANGES_RETENTION_HOURS },
     validation: e.VCON_VALIDATION,
+    webhooks: { urls: e.WEBHOOK_URLS, secret: e.WEBHOOK_SECRET, allowPrivate: e.WEBHOOK_ALLOW_PRIVATE },
   };
 }
 

@@ -34,6 +34,8 @@ import { ANALYZE_TIMEOUT_MAX_MS, createDatabaseService } from './services/databa
 import { createAnalyticsService } from './services/analytics-service.js';
 import { createChangeService } from './services/change-service.js';
 import { createChangeRepo } from './db/change-repo.js';
+import { createWebhookService } from './services/webhook-service.js';
+import { createWebhookRepo } from './db/webhook-repo.js';
 import type { Services } from './services/index.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import { createSearch } from './search.js';
@@ -97,6 +99,16 @@ export function createServices(
     log: (log ?? searchLog).child({ component: 'changes' }),
   });
   changes.start();
+  const webhooks = createWebhookService({
+    repo: createWebhookRepo(sql),
+    changes,
+    urls: config.webhooks.urls,
+    secret: config.webhooks.secret,
+    allowPrivate: config.webhooks.allowPrivate,
+    log: (log ?? searchLog).child({ component: 'webhooks' }),
+    version: buildInfo.version,
+  });
+  webhooks.start().catch((err: Error) => (log ?? searchLog).error({ err: err.message }, 'webhooks not started'));
   // Requests take turns on the request pool (config.db.pool); without a thread of its own the
   // indexer works on the same pool as requests (tests, tools), all of it theirs. Every request of
   // REST and MCP takes a turn here: while the role no longer pins this instance's schema (found at
@@ -142,6 +154,7 @@ export function createServices(
         };
       },
       admission,
+      webhooks: webhooks.enabled ? () => webhooks.health() : undefined,
       pool: config.db.pool,
       bodies,
       schema: config.db.schema,
@@ -169,7 +182,9 @@ export function createServices(
     analytics: createAnalyticsService({ repo: createAnalyticsRepo(sql), plugins }),
     plugins,
     changes,
+    webhooks,
     stop: async () => {
+      await webhooks.stop();
       changes.stop();
       await search.stop();
     },
@@ -280,6 +295,8 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     const plugins = await loadPlugins(config.plugins, log);
     // The index thread: one connection of its own (counted with the pool's by application_name).
     services = createServices(sql, config, plugins, log, url, index ? { ...poolOptions, max: index } : undefined);
+    // Webhook endpoints are registered (their start cursor taken) before the first write is served.
+    await services.webhooks.ready();
     if (config.auth.required && config.rest.enabled) {
       if (config.auth.keys.length === 0 && config.auth.readOnlyKeys.length === 0) {
         log.warn('API_AUTH_REQUIRED is true but no API_KEYS are set: every authenticated route answers 503');

@@ -293,6 +293,26 @@ export const ChangesStreamQuery = z.object({
   kinds: ChangeKinds,
 });
 
+/** A webhook endpoint's id, as GET /webhooks lists it. */
+export const EndpointParam = z
+  .string({ error: (i) => `must be an endpoint id (ep_ and 12 hex digits, from GET /webhooks), got ${got(i.input)}` })
+  .regex(/^ep_[0-9a-f]{12}$/, { error: (i) => `must be an endpoint id (ep_ and 12 hex digits, from GET /webhooks), got ${got(i.input)}` })
+  .describe('A webhook endpoint id, from GET /webhooks');
+/** A webhook delivery's id (its webhook-id), as GET /webhooks/failed lists it. */
+export const DeliveryParam = z
+  .string({ error: (i) => `must be a delivery id (msg_ and 32 hex digits, from GET /webhooks/failed), got ${got(i.input)}` })
+  .regex(/^msg_[0-9a-f]{32}$/, { error: (i) => `must be a delivery id (msg_ and 32 hex digits, from GET /webhooks/failed), got ${got(i.input)}` })
+  .describe('A delivery id (its webhook-id header), from GET /webhooks/failed');
+
+/** `GET /webhooks/failed`: failed deliveries, newest first. */
+export const WebhookFailedQuery = z.object({
+  endpoint: z.preprocess(
+    (v) => (absent(v) ? undefined : v),
+    EndpointParam.optional().describe("Only this endpoint's deliveries (its id from GET /webhooks)"),
+  ),
+  limit: int({ def: 100, min: 1, cap: CHANGES_MAX_PAGE, describe: `Page size, default 100, capped at ${CHANGES_MAX_PAGE}` }),
+});
+
 /** The Last-Event-ID header of a reconnecting EventSource: the cursor of the last event it got. */
 export const LastEventId = z.object({ 'Last-Event-ID': cursor('The cursor of the last event received') });
 

@@ -11,7 +11,7 @@ export const ERROR_CODES = {
   400: ['validation_failed', 'invalid_json', 'invalid_parameter', 'batch_too_large', 'batch_empty', 'paging_cap_exceeded'],
   401: ['unauthorized'],
   403: ['forbidden'],
-  404: ['vcon_not_found', 'tag_not_found', 'example_not_found', 'route_not_found'],
+  404: ['vcon_not_found', 'tag_not_found', 'example_not_found', 'route_not_found', 'webhook_not_found', 'delivery_not_found'],
   405: ['method_not_allowed'],
   // cursor_expired: entries after the cursor were pruned (GET /changes, /changes/stream); the message names the oldest cursor held.
   410: ['cursor_expired'],
@@ -118,6 +118,16 @@ export const HealthOk = z.object({
     .nullable()
     .describe('The search index queue (searches first index what was written before them); null when not measured'),
   reason: z.null().describe('Why the instance is not healthy: null when it is'),
+  webhooks: z
+    .array(
+      z.object({
+        id: z.string().describe('The endpoint id (GET /webhooks)'),
+        state: z.enum(['active', 'failing', 'throttled', 'disabled']),
+        disabled_reason: z.string().nullable().describe('Why a disabled endpoint was disabled (410 Gone, or failing for 5 days)'),
+      }),
+    )
+    .nullable()
+    .describe('Each webhook endpoint and its state; null without WEBHOOK_URLS or when not measured'),
 });
 export const HealthDown = HealthOk.extend({
   success: z.literal(false),
@@ -246,6 +256,43 @@ export const ChangesPage = z.object({
   next_cursor: CursorString.describe('The `after` of the next request: the last entry, or all read so far when has_more is false'),
   has_more: z.boolean().describe('True when more entries are readable now'),
 });
+
+// Webhooks
+
+const Instant = z.string().nullable();
+export const WebhookEndpoint = z.object({
+  id: z.string().describe('ep_ and 12 hex digits: names the endpoint in the routes below'),
+  url: z.string().describe('The URL without credentials or query'),
+  state: z.enum(['active', 'failing', 'throttled', 'disabled']),
+  failing_since: Instant.describe('The first failure since the last success'),
+  throttled_until: Instant.describe('Nothing is sent before this (429, 502, 504 or Retry-After)'),
+  disabled_at: Instant,
+  disabled_reason: z.string().nullable(),
+  pending: Count.describe('Deliveries waiting for an attempt or in flight'),
+  failed: Count.describe('Deliveries whose attempts ran out (GET /webhooks/failed)'),
+  delivered: Count.describe('Deliveries answered with a 2xx (kept for 7 days)'),
+});
+export const WebhookList = z.object({ success: ok, data: z.array(WebhookEndpoint) });
+export const WebhookFailedList = z.object({
+  success: ok,
+  data: z.array(
+    z.object({
+      id: z.string().describe('The delivery id, its webhook-id header on every attempt'),
+      endpoint: z.string(),
+      cursor: CursorString,
+      uuid: UuidString,
+      kind: z.enum(CHANGE_KINDS),
+      state: z.literal('failed'),
+      attempts: Count,
+      last_status: z.number().int().nullable().describe('The last answer, null when none came (timeout, refused)'),
+      last_error: z.string().nullable(),
+      created_at: z.string(),
+      finished_at: z.string().nullable(),
+    }),
+  ),
+});
+export const WebhookReplayed = z.object({ success: ok, replayed: Count.describe('Deliveries made pending again') });
+export const Done = z.object({ success: ok });
 
 // Tags and discovery
 

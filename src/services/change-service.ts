@@ -184,6 +184,25 @@ export function createChangeService(deps: ChangeServiceDeps) {
       }
     },
 
+    /** The horizon as of now (a write acknowledged before the call is below it when nothing older runs). */
+    horizonNow: currentHorizon,
+
+    /** The horizon as last read (0 until the first reads). */
+    get horizon() {
+      return horizon;
+    },
+
+    /**
+     * Calls `wake` whenever the horizon moves, until `signal` aborts: the log is polled while anyone
+     * watches (the webhook dispatcher turns new entries into deliveries this way).
+     */
+    watch(wake: () => void, signal: AbortSignal): void {
+      if (signal.aborted) return;
+      followers.add(wake);
+      startPolling();
+      signal.addEventListener('abort', () => followers.delete(wake), { once: true });
+    },
+
     /** Starts background pruning (every pruneEveryMs, first soon after start). */
     start(): void {
       const every = deps.pruneEveryMs ?? 600_000;

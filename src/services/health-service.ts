@@ -49,6 +49,14 @@ export interface HealthReport {
   index: IndexReport | null;
   /** Why the state is not healthy, in words that name no role, host or password; null when healthy. */
   reason: string | null;
+  /** Each webhook endpoint's state (a disabled one says why); null without WEBHOOK_URLS or when not measured. */
+  webhooks: WebhookHealth[] | null;
+}
+
+export interface WebhookHealth {
+  id: string;
+  state: 'active' | 'failing' | 'throttled' | 'disabled';
+  disabled_reason: string | null;
 }
 
 /** Seconds the probe waits for the database before calling it unhealthy (or busy). */
@@ -76,6 +84,8 @@ export function createHealthService(deps: {
   /** Resolves with the number of server connections this instance holds and the index queue. */
   ping: () => Promise<PingResult>;
   admission: Admission;
+  /** The webhook endpoints' states (absent without WEBHOOK_URLS). */
+  webhooks?: () => Promise<WebhookHealth[] | null>;
   /** How the instance's connections divide (config.db.pool; default: the admission's turns, no thread, no analyze). */
   pool?: PoolSplit;
   bodies: BodyBudget;
@@ -113,6 +123,7 @@ export function createHealthService(deps: {
   return {
     async check(): Promise<HealthReport> {
       const { state, ping, reason } = await probe();
+      const webhooks = state === 'healthy' && deps.webhooks ? await deps.webhooks().catch(() => null) : null;
       const { size: turns, in_use, waiting } = deps.admission.stats();
       const split = deps.pool ?? { size: turns, requests: turns, index: 0, analyze: 0 };
       return {
@@ -126,6 +137,7 @@ export function createHealthService(deps: {
         bodies: deps.bodies.stats(),
         index: ping?.index ?? null,
         reason,
+        webhooks,
       };
     },
   };
@@ -148,5 +160,6 @@ export function healthBody(h: HealthReport) {
     bodies: h.bodies,
     index: h.index,
     reason: h.reason,
+    webhooks: h.webhooks,
   };
 }

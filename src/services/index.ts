@@ -10,6 +10,7 @@ import type { AnalyticsService } from './analytics-service.js';
 import type { Admission } from './admission.js';
 import type { BodyBudget } from './body-budget.js';
 import type { ChangeService } from './change-service.js';
+import type { WebhookService } from './webhook-service.js';
 
 /** Every use case of one instance, as both transports see them. Wired in src/main.ts. */
 export interface Services {
@@ -24,6 +25,8 @@ export interface Services {
   analytics: AnalyticsService;
   /** The group's change log: pages and streams of what was written. */
   changes: ChangeService;
+  /** Deliveries of the change log to WEBHOOK_URLS. */
+  webhooks: WebhookService;
   /** Turns of the database pool: bounded wait, then database_busy. */
   admission: Admission;
   /** Bytes of request bodies read at once (BODY_IN_FLIGHT_LIMIT): beyond it, server_busy. */

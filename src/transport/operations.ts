@@ -5,7 +5,7 @@
 // of domain/vcon.ts), replies those of domain/responses.ts. How to add a parameter or an operation:
 // docs/architecture.md "Operations".
 import type { Request, Response } from 'express';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { EXAMPLES, EXAMPLE_TYPES } from '../domain/examples.js';
 import * as P from '../domain/params.js';
 import * as R from '../domain/responses.js';
@@ -73,11 +73,21 @@ export const SCHEMAS = {
   ChangeEvent: R.ChangeEvent,
   ChangeEntry: R.ChangeEntry,
   ChangesPage: R.ChangesPage,
+  WebhookList: R.WebhookList,
+  WebhookFailedList: R.WebhookFailedList,
+  WebhookReplayed: R.WebhookReplayed,
+  Done: R.Done,
 } satisfies Record<string, z.ZodType>;
 export type SchemaName = keyof typeof SCHEMAS;
 
 /** Path parameters (`:name` in a path): the domain schemas each call parses them with. */
-export const PATH_PARAMS: Record<string, z.ZodType> = { uuid: P.UuidParam, key: P.TagKey, type: P.ExampleArgs.shape.type };
+export const PATH_PARAMS: Record<string, z.ZodType> = {
+  uuid: P.UuidParam,
+  key: P.TagKey,
+  type: P.ExampleArgs.shape.type,
+  endpoint: P.EndpointParam,
+  delivery: P.DeliveryParam,
+};
 
 /** Query parameters whose value is JSON (OpenAPI `content` instead of `schema`). */
 export const JSON_PARAMS = new Set(['tags']);
@@ -218,6 +228,31 @@ function append(section: SubResource, item: 'dialog' | 'analysis' | 'attachment'
     tools: [{ ...tool, annotations: ADD, bodyArg: { name: item, what: `the ${item} object` } }],
   });
 }
+
+const EndpointPath = z.object({ endpoint: P.EndpointParam });
+const DeliveryPath = z.object({ delivery: P.DeliveryParam });
+
+/** A webhook POST that changes state: a read-write key's, 400 on a malformed id, 404 on an unknown one. */
+const webhookAction = (
+  path: string,
+  id: string,
+  summary: string,
+  schema: SchemaName,
+  operation: string,
+  run: (path: Record<string, unknown>, services: Services) => Promise<Record<string, unknown>>,
+) =>
+  op({
+    method: 'post',
+    path,
+    id,
+    tag: 'changes',
+    scope: 'write',
+    summary: `${summary}; needs a read-write key`,
+    replies: { 200: { description: 'Done', schema } },
+    errors: [400, 404],
+    operations: [operation],
+    call: ({ path }, _ctx, { services }) => run(path, services),
+  });
 
 /** A discovery route and tool: the live values of one field with their vCon counts. */
 const discovery = (path: string, id: string, summary: string, kind: DiscoveryKind, tool: Omit<ToolSpec, 'annotations'>) =>
@@ -492,6 +527,60 @@ export const OPERATIONS: readonly Entry[] = [
     call: () => Promise.reject(new Error('GET /changes/stream is answered by its stream')),
     rest: ({ req, res, input, env }) => streamChanges(req, res, input.query, env.services.changes),
   }),
+
+  // Webhooks: REST-only, they are the operator's configuration (WEBHOOK_URLS), not a tool's business.
+  op({
+    method: 'get',
+    path: '/webhooks',
+    id: 'listWebhooks',
+    tag: 'changes',
+    scope: 'read',
+    summary: 'The webhook endpoints (WEBHOOK_URLS), their state and delivery counts',
+    replies: { 200: { description: 'The endpoints', schema: 'WebhookList' } },
+    errors: [],
+    operations: ['webhooks.list'],
+    call: async (_input, _ctx, { services }) => ({ data: await services.webhooks.list() }),
+  }),
+  op({
+    method: 'get',
+    path: '/webhooks/failed',
+    id: 'listFailedDeliveries',
+    tag: 'changes',
+    scope: 'read',
+    summary: 'Deliveries whose attempts ran out, newest first',
+    query: P.WebhookFailedQuery,
+    replies: { 200: { description: 'Failed deliveries', schema: 'WebhookFailedList' } },
+    errors: [400],
+    operations: ['webhooks.failed'],
+    call: async ({ query }, _ctx, { services }) => ({ data: await services.webhooks.failed(query) }),
+  }),
+  webhookAction(
+    '/webhooks/failed/:delivery/replay',
+    'replayDelivery',
+    'Send a failed delivery again (same webhook-id, a fresh schedule)',
+    'WebhookReplayed',
+    'webhooks.replayDelivery',
+    async (path, s) => ({ replayed: await s.webhooks.replayDelivery(P.parseParams(DeliveryPath, path).delivery) }),
+  ),
+  webhookAction(
+    '/webhooks/:endpoint/replay',
+    'replayEndpoint',
+    'Send every failed delivery of an endpoint again',
+    'WebhookReplayed',
+    'webhooks.replayEndpoint',
+    async (path, s) => ({ replayed: await s.webhooks.replayEndpoint(P.parseParams(EndpointPath, path).endpoint) }),
+  ),
+  webhookAction(
+    '/webhooks/:endpoint/enable',
+    'enableWebhook',
+    'Enable a disabled endpoint again: it receives what was written meanwhile',
+    'Done',
+    'webhooks.enable',
+    async (path, s) => {
+      await s.webhooks.enable(P.parseParams(EndpointPath, path).endpoint);
+      return {};
+    },
+  ),
 
   // vCons
   op({

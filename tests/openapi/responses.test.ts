@@ -22,7 +22,17 @@ function validate(x: ApiExchange) {
 
 beforeAll(async () => {
   // The checker is built from the document this instance serves, before the first api() call.
-  s = await startTestServer({ EMBEDDINGS_PROVIDER: 'hashing', REST_API_BODY_LIMIT: '1mb' }, { onResponse: (x) => checker && validate(x) });
+  s = await startTestServer(
+    // A webhook endpoint nothing listens on (port 1): its routes have an endpoint to answer about.
+    {
+      EMBEDDINGS_PROVIDER: 'hashing',
+      REST_API_BODY_LIMIT: '1mb',
+      WEBHOOK_URLS: HOOK,
+      WEBHOOK_SECRET: `whsec_${'A'.repeat(32)}`,
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+    },
+    { onResponse: (x) => checker && validate(x) },
+  );
   const doc = (await (await fetch(`${s.base}/openapi.json`)).json()) as Record<string, unknown>;
   checker = createResponseChecker(doc);
 });
@@ -35,6 +45,7 @@ afterAll(async () => {
   await s?.close();
 });
 
+const HOOK = 'http://127.0.0.1:1/hook';
 const q = (o: unknown) => encodeURIComponent(JSON.stringify(o));
 const json = { 'content-type': 'application/json' };
 const vcon = () => ({
@@ -246,6 +257,31 @@ describe('changes', () => {
     const data = JSON.parse(/\n\nid: \d+\ndata: (.*)\n\n/.exec(text)![1]);
     validate({ method: 'GET', path: '/changes/stream?after=0', status: res.status, headers: res.headers, body: data });
     await expectStatus(s.api('/changes/stream?kinds=x'), 400);
+  });
+});
+
+describe('webhooks', () => {
+  it('lists endpoints and failed deliveries, replays and enables; 400 on a bad id, 404 on an unknown one', async () => {
+    await expectStatus(s.api('/health'), 200);
+    const list = await s.api('/webhooks', { key: RO_KEY });
+    expect(list.status).toBe(200);
+    const endpoint = list.body.data[0].id as string;
+    // A delivery whose attempts ran out, as the sender leaves one.
+    const [{ cursor }] = await s.instance.sql<{ cursor: string }[]>`select coalesce(max(cursor), 0)::text as cursor from change_log`;
+    await s.instance.sql`update webhook_endpoint set enqueued_through = greatest(enqueued_through, ${cursor}::bigint) where url = ${HOOK}`;
+    const id = `msg_${randomUUID().replace(/-/g, '')}`;
+    await s.instance
+      .sql`insert into webhook_delivery (id, endpoint, cursor, uuid, kind, time, state, attempts, next_at, last_status, last_error, finished_at)
+      values (${id}, ${HOOK}, 0, ${randomUUID()}, 'created', now(), 'failed', 10, now(), null, 'connection refused', now())`;
+    await expectStatus(s.api(`/webhooks/failed?endpoint=${endpoint}`, { key: RO_KEY }), 200);
+    await expectStatus(s.api('/webhooks/failed?endpoint=x'), 400);
+    await expectStatus(s.api(`/webhooks/failed/${id}/replay`, { method: 'POST' }), 200);
+    await expectStatus(s.api(`/webhooks/failed/${id}/replay`, { method: 'POST' }), 404);
+    await expectStatus(s.api('/webhooks/failed/x/replay', { method: 'POST' }), 400);
+    await expectStatus(s.api(`/webhooks/${endpoint}/replay`, { method: 'POST' }), 200);
+    await expectStatus(s.api(`/webhooks/${endpoint}/enable`, { method: 'POST' }), 200);
+    await expectStatus(s.api(`/webhooks/ep_${'0'.repeat(12)}/enable`, { method: 'POST' }), 404);
+    await expectStatus(s.api('/webhooks/x/replay', { method: 'POST' }), 400);
   });
 });
 
