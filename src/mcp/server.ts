@@ -10,6 +10,7 @@ import { ForbiddenError } from '../domain/errors.js';
 import { validate, type ValidationMode } from '../domain/vcon.js';
 import { advertisedSchema, inputOf, TOOLS, type ToolDef, type ToolEnv } from './tools.js';
 import { registerResources } from './resources.js';
+import { registerSubscriptions } from './subscriptions.js';
 import { toToolError, toToolResult, type ResultOptions } from './result.js';
 
 export interface McpServerDeps {
@@ -110,5 +111,6 @@ export function buildMcpServer(deps: McpServerDeps, who: SessionIdentity): McpSe
   }
 
   registerResources(server, { services, opts, ctxOf });
+  registerSubscriptions(server, services);
   return server;
 }
