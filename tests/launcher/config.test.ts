@@ -25,6 +25,33 @@ describe('VCON_VALIDATION in env files', () => {
   });
 });
 
+describe('WEBHOOK_* in env files', () => {
+  let ws: Workspace;
+  beforeAll(() => {
+    ws = createWorkspace(['hooks']);
+  });
+  afterAll(async () => {
+    await ws?.cleanup();
+  });
+
+  test('check names a bad secret, URLs without one and a private literal without WEBHOOK_ALLOW_PRIVATE', async () => {
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    ws.writeEnv('hooks', { SUPABASE_DB_SCHEMA: ws.schemas.hooks, WEBHOOK_URLS: 'https://hooks.example.com/in', WEBHOOK_SECRET: secret });
+    expect((await ws.run(['check'])).stdout).not.toMatch(/WEBHOOK/);
+    for (const [env, problem] of [
+      [{ WEBHOOK_SECRET: 'hunter2' }, /WEBHOOK_SECRET: must be whsec_ followed by the base64/],
+      [{ WEBHOOK_URLS: 'https://hooks.example.com/in' }, /WEBHOOK_SECRET: WEBHOOK_URLS is set/],
+      [{ WEBHOOK_URLS: 'http://169.254.169.254/x', WEBHOOK_SECRET: secret }, /WEBHOOK_URLS: .*WEBHOOK_ALLOW_PRIVATE=true/],
+    ] as const) {
+      ws.writeEnv('hooks', { SUPABASE_DB_SCHEMA: ws.schemas.hooks, ...env });
+      const c = await ws.run(['check']);
+      expect(c.exitCode).toBe(1);
+      expect(c.stdout).toMatch(problem);
+      expect(c.stdout).not.toContain('hunter2');
+    }
+  });
+});
+
 describe('env validation', () => {
   let ws: Workspace;
   beforeAll(() => {
