@@ -5,7 +5,7 @@ import type { ChangeEntry, ChangeKind } from '../domain/changes.js';
 export interface LogSample {
   /** The newest cursor any session has taken (the sequence's last value; 0 before the first). */
   lastCursor: bigint;
-  /** The oldest transaction id still running, and the next one to be assigned, in this statement's snapshot. */
+  /** The oldest transaction id still running (this statement's snapshot), and a transaction id assigned now (this statement's own). */
   xmin: bigint;
   xmax: bigint;
 }
@@ -14,16 +14,18 @@ export interface LogSample {
 export function createChangeRepo(db: Db) {
   return {
     /**
-     * The sequence's last value is read live (sequences are not transactional); the snapshot's
-     * bounds are those of this statement, taken before it. The horizon (services/change-service.ts)
-     * pairs a last value with the snapshot of a LATER statement, so every cursor up to it was taken
-     * by a transaction whose id that snapshot already counts.
+     * The sequence's last value is read live (sequences are not transactional). `xmax` is a
+     * transaction id assigned to this statement: a snapshot's own xmax is only the newest completed
+     * id plus one, and a transaction that got a later id is running without being below it, so it
+     * cannot bound what runs (a stream across replicas skipped entries that way). The horizon
+     * (services/change-service.ts) pairs a last value with the id of a LATER statement, so every
+     * cursor up to it was taken by a transaction with a smaller id. Costs one transaction id per
+     * sample while anything follows the log.
      */
     async sample(): Promise<LogSample> {
       const [r] = await db<{ last: string | null; xmin: string; xmax: string }[]>`
         select pg_sequence_last_value('change_log_cursor_seq')::text as last,
-               pg_snapshot_xmin(s)::text as xmin, pg_snapshot_xmax(s)::text as xmax
-        from pg_current_snapshot() as s`;
+               pg_snapshot_xmin(pg_current_snapshot())::text as xmin, pg_current_xact_id()::text as xmax`;
       return { lastCursor: BigInt(r.last ?? '0'), xmin: BigInt(r.xmin), xmax: BigInt(r.xmax) };
     },
 

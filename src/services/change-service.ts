@@ -39,10 +39,10 @@ const PRUNE_CHUNK = 10_000;
  * that commits late.
  *
  * How the horizon moves: a sample reads the sequence's last value L (live) and, in the next sample,
- * a snapshot whose xmax X is the next transaction id to be assigned. Every cursor up to L was taken
+ * a transaction id X assigned to that sample's statement. Every cursor up to L was taken
  * by a transaction whose id was assigned before (the log row is inserted from the rows the write's
  * own statement wrote, so the transaction has its id by then), hence below X. Once the oldest
- * running transaction id (a later snapshot's xmin) reaches X, all of them have ended: each entry up
+ * running transaction id (a snapshot's xmin, at X's statement or later) reaches X, all of them have ended: each entry up
  * to L is committed (and visible) or rolled back (never to appear), and the horizon moves to L.
  */
 export function createChangeService(deps: ChangeServiceDeps) {
