@@ -29,7 +29,11 @@ export function createChangeRepo(db: Db) {
       return { lastCursor: BigInt(r.last ?? '0'), xmin: BigInt(r.xmin), xmax: BigInt(r.xmax) };
     },
 
-    /** Entries after `after` up to and including `through`, oldest first. */
+    /**
+     * Entries after `after` up to and including `through`, oldest first. The order is the column's,
+     * qualified: a bare `cursor` in ORDER BY names the output column `cursor::text`, which sorts as
+     * text (10 before 7), and the limit then cuts a page that skips entries.
+     */
     async page(after: bigint, through: bigint, limit: number, kinds?: ChangeKind[]): Promise<ChangeEntry[]> {
       if (through <= after) return [];
       return db<ChangeEntry[]>`
@@ -37,7 +41,7 @@ export function createChangeRepo(db: Db) {
         from change_log
         where cursor > ${after.toString()}::bigint and cursor <= ${through.toString()}::bigint
         ${kinds ? db`and kind = any(${kinds}::text[])` : db``}
-        order by cursor
+        order by change_log.cursor
         limit ${limit}`;
     },
 

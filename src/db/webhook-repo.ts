@@ -177,7 +177,7 @@ export function createWebhookRepo(sql: Sql) {
                ${sql.unsafe(iso('created_at'))} as created_at, ${sql.unsafe(iso('finished_at'))} as finished_at
         from webhook_delivery
         where state = 'failed' and endpoint = any(${urls as string[]}::text[]) ${endpoint ? sql`and endpoint = ${endpoint}` : sql``}
-        order by finished_at desc, cursor desc limit ${limit}`;
+        order by webhook_delivery.finished_at desc, webhook_delivery.cursor desc limit ${limit}`;
     },
 
     /**

@@ -133,6 +133,27 @@ describe('the change log', () => {
     }
   });
 
+  it('pages in numeric cursor order where cursors gain a digit, skipping none', async () => {
+    // Cursors just below a power of ten: text order would put 100 before 98 and page past 98 and 99.
+    const [{ last }] = await s.instance.sql<{ last: string | null }[]>`select pg_sequence_last_value('change_log_cursor_seq')::text as last`;
+    const base = 10n ** BigInt(String(last ?? '0').length + 1) - 3n;
+    await s.instance.sql`select setval('change_log_cursor_seq', ${base.toString()}::bigint)`;
+    const uuids: string[] = [];
+    for (let i = 0; i < 6; i++) uuids.push(await create());
+    const { entries } = await readUntil(s, base.toString(), (all) => uuids.every((u) => all.some((e) => e.uuid === u)));
+    const paged: string[] = [];
+    for (let after = base.toString(), more = true; more;) {
+      const r = await s.api(`/changes?after=${after}&limit=2`);
+      expect(r.status).toBe(200);
+      paged.push(...r.body.data.map((e: Entry) => e.cursor));
+      after = r.body.next_cursor;
+      more = r.body.has_more;
+    }
+    const want = [1n, 2n, 3n, 4n, 5n, 6n].map((n) => (base + n).toString());
+    expect(entries.map((e) => e.cursor)).toEqual(want);
+    expect(paged).toEqual(want);
+  });
+
   it('lets a read-only key read, filters by kind, and refuses bad parameters with a 400 naming them', async () => {
     const start = (await readAll(s)).next;
     const uuid = await create();
