@@ -94,6 +94,22 @@ export function createChangeService(deps: ChangeServiceDeps) {
     return horizon;
   }
 
+  /**
+   * The horizon once it covers every cursor taken before the call: waits (sampling every pollMs)
+   * for the transactions that took them to end. currentHorizon may answer below that while any
+   * transaction runs, and a fresh service's horizon starts at 0: a new webhook endpoint registered
+   * there was sent the log's retained history instead of starting at its end.
+   */
+  async function settledHorizon(): Promise<bigint> {
+    await tick();
+    const target = lastSeen ?? 0n;
+    while (horizon < target && !stopped) {
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      await tick();
+    }
+    return horizon;
+  }
+
   /** Refuses a cursor older than the log keeps. */
   async function checkAfter(after: bigint | undefined): Promise<bigint> {
     const b = await repo.bounds();
@@ -186,6 +202,9 @@ export function createChangeService(deps: ChangeServiceDeps) {
 
     /** The horizon as of now (a write acknowledged before the call is below it when nothing older runs). */
     horizonNow: currentHorizon,
+
+    /** The horizon once every cursor taken before the call is committed or rolled back: where a new webhook endpoint starts. */
+    settledHorizon,
 
     /** The horizon as last read (0 until the first reads). */
     get horizon() {

@@ -30,7 +30,7 @@ export const systemClock: Clock = { now: () => Date.now() };
 
 export interface WebhookServiceDeps {
   repo: WebhookRepo;
-  changes: Pick<ChangeService, 'horizonNow' | 'horizon' | 'watch'>;
+  changes: Pick<ChangeService, 'settledHorizon' | 'horizon' | 'watch'>;
   urls: readonly string[];
   /** WEBHOOK_SECRET (whsec_…). */
   secret: string | undefined;
@@ -245,7 +245,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
   let started: Promise<void> | undefined;
   async function begin(): Promise<void> {
     if (urls.length === 0) return;
-    await repo.register(urls, await deps.changes.horizonNow());
+    await repo.register(urls, await deps.changes.settledHorizon());
     loops.push(runEnqueue(), ...urls.map((u) => runEndpoint(u)));
     const prune = setInterval(() => {
       repo.prune(new Date(clock.now() - KEEP_FINISHED_MS), 10_000).catch(() => undefined);

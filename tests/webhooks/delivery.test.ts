@@ -79,13 +79,16 @@ const rows = (url: string) =>
   >`select id, state, attempts, next_at, lease_until, last_status, last_error, uuid::text, kind from webhook_delivery where endpoint = ${url} order by cursor`;
 
 /**
- * Moves the clock to the next due delivery of `url` (never back) and wakes the sender. Not while an
- * attempt is in flight: a jump past its lease would hand it to another claim mid-attempt, which
- * real time never does within the response timeout.
+ * Moves the clock to when the next delivery of `url` can be sent (never back) and wakes the sender:
+ * the earliest due one, but not before the endpoint's throttle ends (a delivery due meanwhile waits
+ * for it, as in real time). Not while an attempt is in flight: a jump past its lease would hand it
+ * to another claim mid-attempt, which real time never does within the response timeout.
  */
 async function advance(clock: FakeClock, url: string, wake: () => void) {
   const [r] = await s.instance.sql<{ t: Date | null; busy: boolean }[]>`
-    select min(next_at) as t, bool_or(lease_until is not null) as busy from webhook_delivery where endpoint = ${url} and state = 'pending'`;
+    select greatest(min(d.next_at), (select e.throttled_until from webhook_endpoint e where e.url = ${url})) as t,
+           bool_or(d.lease_until is not null) as busy
+    from webhook_delivery d where d.endpoint = ${url} and d.state = 'pending'`;
   if (!r.busy && r.t && r.t.getTime() > clock.t) clock.t = r.t.getTime();
   wake();
 }
@@ -195,8 +198,11 @@ describe('webhook delivery', () => {
     expect(d.next_at.getTime() - clock.t).toBe(120_000);
     const ep = (await svc.list())[0];
     expect(new Date(ep.throttled_until!).getTime() - clock.t).toBe(120_000);
-    // Nothing is claimed before the throttle ends.
+    // A write while throttled is due at once but waits for the throttle: nothing is claimed before it ends.
+    const during = await create();
+    await waitFor(async () => (await rows(rx.url)).some((r) => r.uuid === during));
     expect(await createWebhookRepo(s.instance.sql).claim(rx.url, new Date(clock.t + 119_000), 1000, 10)).toEqual([]);
+    expect((await rows(rx.url)).find((r) => r.uuid === during)?.attempts).toBe(0);
 
     mode = 'gone';
     await until(clock, rx.url, svc.wake, async () => (await svc.list())[0].state === 'disabled');
@@ -206,12 +212,10 @@ describe('webhook delivery', () => {
     const later = await create();
     await svc.enable(id);
     mode = 'ok';
-    await until(
-      clock,
-      rx.url,
-      svc.wake,
-      async () => (await rows(rx.url)).every((r) => r.state === 'delivered') && (await rows(rx.url)).some((r) => r.uuid === later),
-    );
+    await until(clock, rx.url, svc.wake, async () => {
+      const all = await rows(rx.url);
+      return all.every((r) => r.state === 'delivered') && [during, later].every((u) => all.some((r) => r.uuid === u));
+    });
     expect(rx.received.length).toBeGreaterThan(before);
   });
 
@@ -241,6 +245,47 @@ describe('webhook delivery', () => {
     const ids = rx.received.filter((r) => (JSON.parse(r.body) as { data: { uuid: string } }).data.uuid === first).map((r) => r.headers['webhook-id']);
     expect(new Set(ids)).toEqual(new Set([failed[0].id]));
     expect(ids.length).toBe(RETRY_SCHEDULE_MS.length + 1);
+  });
+
+  it('a new endpoint starts at the end of the log, even while an older transaction runs', async () => {
+    const earlier = await create('before the endpoint');
+    const rx = await startReceiver(() => 204);
+    cleanups.push(() => rx.stop());
+    // A transaction with an id, open while the endpoint registers: the horizon cannot pass it yet.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let opened!: () => void;
+    const isOpen = new Promise<void>((r) => (opened = r));
+    const held = s.instance.sql.begin(async (tx) => {
+      await tx`select pg_current_xact_id()`;
+      opened();
+      await gate;
+    });
+    await isOpen;
+    let samples = 0;
+    const base = createChangeRepo(s.instance.sql);
+    const changes = createChangeService({ repo: { ...base, sample: () => (samples++, base.sample()) }, retentionHours: 168, pollMs: 20 });
+    const svc = createWebhookService({ repo: createWebhookRepo(s.instance.sql), changes, urls: [rx.url], secret, allowPrivate: true, pollMs: 20 });
+    cleanups.push(async () => {
+      release();
+      await svc.stop();
+      changes.stop();
+    });
+    const started = svc.start();
+    const registered = async () => (await s.instance.sql`select 1 from webhook_endpoint where url = ${rx.url}`).length > 0;
+    try {
+      // Either registered already (at a horizon below the writes before it), or still waiting on the transaction.
+      await waitFor(async () => samples >= 3 || (await registered()));
+    } finally {
+      release();
+      await held;
+    }
+    await started;
+    const later = await create('after the endpoint');
+    await waitFor(() => rx.received.some((r) => r.body.includes(later)));
+    const got = rx.received.map((r) => (JSON.parse(r.body) as { data: { uuid: string } }).data.uuid);
+    expect(got).not.toContain(earlier);
+    expect(got).toEqual([later]);
   });
 
   it("a crashed replica's claim is taken over once its lease expires, never before", async () => {
