@@ -292,7 +292,7 @@ describe('webhook delivery', () => {
     const rx = await startReceiver(() => 204);
     cleanups.push(() => rx.stop());
     const { svc, clock, repo, changes } = await service([rx.url], { start: false });
-    await repo.register([rx.url], await changes.horizonNow());
+    await repo.register([rx.url], await changes.settledHorizon());
     const uuid = await create();
     await waitFor(async () => (await repo.enqueue([rx.url], await changes.horizonNow(), new Date(clock.t))) > 0);
     // The crashed replica claimed it for 60 s and never answered.
