@@ -86,8 +86,14 @@ const supervisorLog = (instancesDir: string) => path.join(instancesDir, 'supervi
 
 /** The pid of the directory's supervisor, starting one when none answers. */
 export async function ensureSupervisor(instancesDir: string, launcher: LauncherEnvironment): Promise<number> {
-  const running = await askSupervisor<{ ok: true; pid: number }>(instancesDir, { type: 'ping' });
-  if (running) return running.pid;
+  // A supervisor that is leaving (its last group was just stopped) answers "leaving": wait until it
+  // has gone, then start a new one, instead of handing it a start it would refuse.
+  for (;;) {
+    const running = await askSupervisor<{ ok: true; pid: number } | { ok: false; errors: string[] }>(instancesDir, { type: 'ping' });
+    if (running?.ok) return running.pid;
+    if (!running) break;
+    await sleep(50);
+  }
   mkdirSync(instancesDir, { recursive: true });
   const logFd = openSync(supervisorLog(instancesDir), 'a', 0o600);
   const daemon = spawn(process.execPath, [path.join(packageRoot, 'dist', 'cli', 'index.js'), 'supervise', '--instances-dir', instancesDir], {

@@ -119,7 +119,8 @@ describe('vcon-launch import', () => {
     const again = JSON.parse((await ws.run(['import', '--group', 'imp', dir, '--json'])).stdout);
     expect(again).toMatchObject({ stored: 0, replaced: 1, derived_uuids: 1 });
     // Stored under that uuid, and the rest of the document as the file had it.
-    await ws.run(['start', '--group', 'imp', '--detach']);
+    const started = await ws.run(['start', '--group', 'imp', '--detach']);
+    expect(started.exitCode, started.stderr).toBe(0);
     try {
       const got = await api(`${ws.registry().imp.url}/api/v1`, `/vcons/${uuid}`);
       expect(got.body.vcon).toMatchObject({ uuid, subject: vcon.subject, parties: vcon.parties });
