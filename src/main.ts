@@ -74,7 +74,9 @@ export function createServices(
   // instance) indexes them in batches; a search first indexes what was acknowledged before it.
   // An inline provider loads its word vectors on first use (~0.5 s once, ~45 MB): an idle group
   // stays small and ten groups start fast.
-  const searchLog = (log ?? createLogger(config)).child({ component: 'search' });
+  // Each component's logger is a child of the root: a child of a child would repeat `component`.
+  const root = log ?? createLogger(config);
+  const searchLog = root.child({ component: 'search' });
   const search = createSearch({
     sql,
     provider: createEmbeddingProvider(config, searchLog),
@@ -90,13 +92,13 @@ export function createServices(
     index: search.writes,
     maxElements: config.limits.maxElements,
     validation: config.validation,
-    log: (log ?? searchLog).child({ component: 'vcons' }),
+    log: root.child({ component: 'vcons' }),
   });
   search.start();
   const changes = createChangeService({
     repo: createChangeRepo(sql),
     retentionHours: config.changes.retentionHours,
-    log: (log ?? searchLog).child({ component: 'changes' }),
+    log: root.child({ component: 'changes' }),
   });
   changes.start();
   const webhooks = createWebhookService({
@@ -105,10 +107,10 @@ export function createServices(
     urls: config.webhooks.urls,
     secret: config.webhooks.secret,
     allowPrivate: config.webhooks.allowPrivate,
-    log: (log ?? searchLog).child({ component: 'webhooks' }),
+    log: root.child({ component: 'webhooks' }),
     version: buildInfo.version,
   });
-  webhooks.start().catch((err: Error) => (log ?? searchLog).error({ err: err.message }, 'webhooks not started'));
+  webhooks.start().catch((err: Error) => root.error({ err: err.message }, 'webhooks not started'));
   // Requests take turns on the request pool (config.db.pool); without a thread of its own the
   // indexer works on the same pool as requests (tests, tools), all of it theirs. Every request of
   // REST and MCP takes a turn here: while the role no longer pins this instance's schema (found at
@@ -128,7 +130,7 @@ export function createServices(
       ping: async () => {
         const problem = await schemaIdentityProblem(sql, config.db.schema);
         if (problem && problem !== identity.problem)
-          (log ?? searchLog).error({ problem }, "the database role does not pin this instance's schema; refusing requests");
+          root.error({ problem }, "the database role does not pin this instance's schema; refusing requests");
         identity.problem = problem;
         if (problem) throw new DatabaseIdentityError(problem);
         const [r] = await sql<{ n: number; pending: number; lag_s: number; failing: number }[]>`
