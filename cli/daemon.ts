@@ -4,7 +4,7 @@
 // last group is stopped. Launchers talk to it over a Unix socket in the instances directory.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,19 +48,63 @@ export type StopAnswer = { ok: true; results: { key: string; pid: number | null;
 type Response = { ok: true; pid: number } | { ok: true; started: StartedInstance[] } | { ok: false; errors: string[] } | StopAnswer;
 
 /**
- * The supervisor's socket: in the instances directory, or under the temporary directory when that
- * path is too long for a Unix socket (about 100 bytes).
+ * The supervisor's socket: in the instances directory, or, when that path is too long for a Unix
+ * socket (about 100 bytes), in a directory of the temporary directory that only this user may
+ * enter: a name directly in /tmp could be bound first by any local user, who would then be handed
+ * every group's keys and passwords with the next start.
  */
 export function socketPathOf(instancesDir: string): string {
   const inDir = path.join(instancesDir, 'supervisor.sock');
   if (Buffer.byteLength(inDir) < 100) return inDir;
-  return path.join(os.tmpdir(), `vcon-launch-${createHash('sha256').update(instancesDir).digest('hex').slice(0, 16)}.sock`);
+  return path.join(privateTmpDir(), `${createHash('sha256').update(instancesDir).digest('hex').slice(0, 16)}.sock`);
+}
+
+const uid = () => process.getuid?.();
+
+/** <tmp>/vcon-launch-<uid>: the fallback sockets' directory (checked by ensurePrivateDir before use). */
+const privateTmpDir = () => path.join(os.tmpdir(), `vcon-launch-${uid() ?? 'user'}`);
+
+/**
+ * Creates the fallback sockets' directory (mode 0700), and refuses one that is not this user's
+ * alone: another user who made it first could bind the socket inside.
+ */
+function ensurePrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  const me = uid();
+  if (!st.isDirectory() || (me !== undefined && st.uid !== me) || (st.mode & 0o077) !== 0) {
+    throw new UserError(
+      `${dir} holds the supervisor's socket but is not a private directory of this user (owner uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)}): ` +
+        'another user may have made it to impersonate the supervisor; remove it, or use a shorter --instances-dir',
+    );
+  }
+}
+
+/**
+ * Why the socket at `sock` may not be talked to, or undefined: one another user owns is not this
+ * launcher's supervisor, and a start request carries every group's keys and passwords.
+ */
+function foreignSocket(sock: string): string | undefined {
+  const me = uid();
+  let st;
+  try {
+    st = lstatSync(sock);
+  } catch {
+    return undefined;
+  }
+  if (!st.isSocket()) return `${sock} is not a socket`;
+  if (me !== undefined && st.uid !== me) return `${sock} belongs to uid ${st.uid}, not to this user (uid ${me})`;
+  return undefined;
 }
 
 /** Sends one request to the directory's supervisor; undefined when none is listening. */
 export async function askSupervisor<T extends Response>(instancesDir: string, request: Request): Promise<T | undefined> {
+  const sockPath = socketPathOf(instancesDir);
+  if (sockPath !== path.join(instancesDir, 'supervisor.sock')) ensurePrivateDir(path.dirname(sockPath));
+  const foreign = foreignSocket(sockPath);
+  if (foreign) throw new UserError(`refusing to talk to the supervisor's socket: ${foreign}; remove it if no supervisor of yours is running`);
   const socket: Socket | undefined = await new Promise((resolve) => {
-    const s = createConnection(socketPathOf(instancesDir));
+    const s = createConnection(sockPath);
     s.once('connect', () => resolve(s));
     s.once('error', () => resolve(undefined));
   });
@@ -116,6 +160,24 @@ export async function ensureSupervisor(instancesDir: string, launcher: LauncherE
     }
     await sleep(50);
   }
+}
+
+/**
+ * Listens on the socket with mode 0600 whatever the umask: whoever may connect can have the
+ * supervisor spawn processes with the environment and user it names, so only its own user may.
+ */
+async function listenPrivately(server: ReturnType<typeof createServer>, sockPath: string): Promise<void> {
+  // bind() creates the file with the umask's mode: none for others from the start, then 0600.
+  const umask = process.umask(0o077);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(sockPath, () => resolve());
+    });
+  } finally {
+    process.umask(umask);
+  }
+  chmodSync(sockPath, 0o600);
 }
 
 /**
@@ -223,10 +285,8 @@ export async function runSupervisor(instancesDir: string, launcher: LauncherEnvi
     });
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(sockPath, () => resolve());
-  }).catch(async (err: NodeJS.ErrnoException) => {
+  if (sockPath !== path.join(instancesDir, 'supervisor.sock')) ensurePrivateDir(path.dirname(sockPath));
+  await listenPrivately(server, sockPath).catch(async (err: NodeJS.ErrnoException) => {
     if (err.code !== 'EADDRINUSE') throw err;
     // Another supervisor answers: it is the directory's. Otherwise the socket is a dead one's.
     if (await askSupervisor(instancesDir, { type: 'ping' })) {
@@ -235,10 +295,7 @@ export async function runSupervisor(instancesDir: string, launcher: LauncherEnvi
       return;
     }
     rmSync(sockPath, { force: true });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(sockPath, () => resolve());
-    });
+    await listenPrivately(server, sockPath);
   });
   if (leaving) return;
   writeFileSync(path.join(instancesDir, 'supervisor.pid'), `${process.pid}\n`);
