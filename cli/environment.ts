@@ -8,6 +8,12 @@ export interface LauncherEnvironment {
   inherited: Record<string, string>;
   /** DATABASE_URL (or SUPABASE_DB_URL) of the launcher's shell: the default for groups that set none. */
   databaseUrl: string | undefined;
+  /**
+   * PGPASSWORD of the launcher's shell: the admin's password when its URL names none (postgres.js
+   * reads it). Never inherited by a group's process: a group with its own role has its own
+   * password, and one sharing the URL's identity gets it inside its DATABASE_URL (a secret).
+   */
+  pgPassword: string | undefined;
   /** Whether stderr is an interactive terminal (progress lines). */
   interactive: boolean;
   /** Per-group roles (default); VCON_LAUNCH_ROLES=off makes groups share the URL's user. */
@@ -21,6 +27,11 @@ export interface LauncherEnvironment {
 }
 
 const SERVER_VARIABLES = new Set(Object.keys(EnvSchema.shape));
+/**
+ * Variables of the launcher's shell no group inherits: PGPASSWORD is the admin's password, and a
+ * group's process (as its own OS user, or compromised) would hold it in its environment.
+ */
+const NOT_INHERITED = new Set(['PGPASSWORD']);
 const isOn = (v: string | undefined) => ['1', 'true', 'yes', 'on'].includes((v ?? '').trim().toLowerCase());
 const isOff = (v: string | undefined) => ['0', 'false', 'no', 'off'].includes((v ?? '').trim().toLowerCase());
 
@@ -37,12 +48,13 @@ export function readLauncherEnvironment(env: EnvInput = process.env): LauncherEn
   const inherited: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) {
     // A server variable in the operator's shell would silently apply to every group; the env files decide.
-    if (v !== undefined && !SERVER_VARIABLES.has(k)) inherited[k] = v;
+    if (v !== undefined && !SERVER_VARIABLES.has(k) && !NOT_INHERITED.has(k)) inherited[k] = v;
   }
   const databaseUrl = env.DATABASE_URL?.trim() || env.SUPABASE_DB_URL?.trim() || undefined;
   return {
     inherited,
     databaseUrl,
+    pgPassword: env.PGPASSWORD || undefined,
     interactive: Boolean(process.stderr.isTTY),
     roles: !isOff(env.VCON_LAUNCH_ROLES),
     allowSharedSuperuser: isOn(env.VCON_LAUNCH_ALLOW_SHARED_SUPERUSER),

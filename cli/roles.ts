@@ -73,6 +73,19 @@ export async function migrateAs(url: string, spec: GroupSpec, purpose: string): 
   }
 }
 
+/** The URL with `password` when it names none (what postgres.js does with PGPASSWORD); as it is otherwise. */
+export function withPassword(url: string, password: string | undefined): string {
+  if (!password) return url;
+  try {
+    const u = new URL(url);
+    if (u.password) return url;
+    u.password = encodeURIComponent(password);
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
 /** Refuses a schema named like a role on the server (see schemaNameConflict). */
 export async function refuseRoleNamedSchema(admin: Parameters<typeof roleExists>[0], spec: GroupSpec, powers: AdminPowers): Promise<void> {
   const schema = spec.config.db.schema;
@@ -95,7 +108,7 @@ export async function prepareIdentities(
   databases: Databases,
   opts: {
     store: CredentialStore;
-    launcher: Pick<LauncherEnvironment, 'roles' | 'allowSharedSuperuser'>;
+    launcher: Pick<LauncherEnvironment, 'roles' | 'allowSharedSuperuser'> & Partial<Pick<LauncherEnvironment, 'pgPassword'>>;
     detach?: boolean;
     rotate?: boolean;
     quiet?: boolean;
@@ -146,7 +159,8 @@ export async function prepareIdentities(
             `group ${spec.name} connects as ${powers.user} (${why}): groups on this database share one identity, and isolation rests on the application only`,
           );
         }
-        ready(spec, { env: { DATABASE_URL: adminUrl }, role: powers.user, isolation: 'shared' });
+        // The launcher's PGPASSWORD reaches the group inside its URL (a secret), not as a variable of its own.
+        ready(spec, { env: { DATABASE_URL: withPassword(adminUrl, opts.launcher.pgPassword) }, role: powers.user, isolation: 'shared' });
         return;
       }
       const names = groupRoleNames(await currentDatabase(admin), schema);
