@@ -1,10 +1,11 @@
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { spawnChild, type Child } from '../child.js';
 import { openDatabases } from '../database.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
 import { UserError } from '../errors.js';
-import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../groups.js';
+import { loadGroups, resolveDir, selectGroupNames, SHARED_FILE, type GroupSpec } from '../groups.js';
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { commandHint, formatTable, note } from '../output.js';
 import { createCredentialStore } from '../credentials.js';
@@ -100,6 +101,14 @@ export async function groupUsersOf(specs: GroupSpec[], launcher: LauncherEnviron
     const mode = statSync(spec.envFile).mode & 0o777;
     if (mode & 0o044)
       note(`group ${spec.name}: ${spec.envFile} is readable by other users (mode ${mode.toString(8)}), other groups' users included; chmod 600 it`);
+  }
+  // shared.env is every group's, and often holds the admin's DATABASE_URL: a group's user that reads it may connect as the admin.
+  for (const file of new Set(specs.map((s) => path.join(path.dirname(s.envFile), SHARED_FILE)))) {
+    const mode = existsSync(file) ? statSync(file).mode & 0o777 : 0;
+    if (mode & 0o044)
+      note(
+        `${file} is readable by other users (mode ${mode.toString(8)}), every group's user included, and holds what every group shares (the admin's DATABASE_URL among it); chmod 600 it`,
+      );
   }
   return out;
 }

@@ -78,6 +78,22 @@ describe.skipIf(!isRoot || unreachable !== undefined)('groups under a root launc
     }
   }, 120_000);
 
+  test("start names an env file other users can read, shared.env included (every group's, with the admin's URL)", async () => {
+    const other = createWorkspace(['gamma']);
+    try {
+      chmodSync(other.dir, 0o755);
+      chmodSync(path.join(other.envDir, 'gamma.env'), 0o600);
+      chmodSync(path.join(other.envDir, 'shared.env'), 0o644);
+      const r = await other.run(['start', '--group', 'gamma', '--detach']);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`${path.join(other.envDir, 'shared.env')} is readable by other users (mode 644)`);
+      expect(r.stderr).not.toContain('gamma.env is readable');
+    } finally {
+      await other.run(['stop', '--all']);
+      await other.cleanup();
+    }
+  }, 120_000);
+
   test("a crashed group restarted by the foreground supervisor (from its warm standby) runs as the group's user", async () => {
     const { launcher, stderr } = startForeground(ws, ['--group', 'alpha', '--instances-dir', path.join(ws.dir, 'fg')]);
     try {
