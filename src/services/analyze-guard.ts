@@ -579,8 +579,22 @@ function checkTypeName(t: Node): void {
   }
 }
 
+/**
+ * Tables of the group's schema analyze may not read: the webhook tables hold WEBHOOK_URLS as the
+ * operator wrote them, credentials and query tokens included, which GET /webhooks never shows (a
+ * statement that fails only when a URL holds some text would spell them out a bit at a time).
+ */
+const OPERATOR_TABLES: ReadonlySet<string> = new Set(['webhook_endpoint', 'webhook_delivery']);
+
+const operatorTable = (name: string): never =>
+  refuse(
+    `The query reads ${name}, which holds the operator's webhook configuration: analyze may not read it`,
+    'GET /webhooks and GET /webhooks/failed show the endpoints and deliveries',
+  );
+
 function checkRelation(r: Node, schema: string): void {
   const name = String(r.relname);
+  if (OPERATOR_TABLES.has(name)) operatorTable(name);
   if (r.catalogname) refuse(`relation ${String(r.catalogname)}.${String(r.schemaname)}.${name} is not allowed: name a table of this group's schema`);
   if (r.schemaname !== undefined && r.schemaname !== schema) {
     throw new ValidationError(`The query reads ${String(r.schemaname)}.${name}, outside this group's schema "${schema}"`, [
@@ -716,6 +730,7 @@ export function checkPlan(plan: unknown, schema: string): void {
     if (!node || typeof node !== 'object') continue;
     const o = node as Record<string, unknown>;
     if (typeof o['Relation Name'] === 'string' && o.Schema !== schema) foreign.add(`${String(o.Schema ?? '?')}.${o['Relation Name']}`);
+    if (typeof o['Relation Name'] === 'string' && OPERATOR_TABLES.has(o['Relation Name'])) operatorTable(o['Relation Name']);
     if (typeof o['Function Name'] === 'string') checkFunction(o.Schema ? [String(o.Schema), o['Function Name']] : [o['Function Name']]);
     if (typeof o['Sampling Method'] === 'string' && !['system', 'bernoulli'].includes(o['Sampling Method'])) checkFunction([o['Sampling Method']]);
     for (const [k, v] of Object.entries(o)) {

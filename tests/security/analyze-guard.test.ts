@@ -12,6 +12,7 @@ import { createAnalyzeRepo } from '../../src/db/analyze-repo.js';
 import { createDatabaseService } from '../../src/services/database-service.js';
 import { internalCtx } from '../../src/services/context.js';
 import { ValidationError } from '../../src/domain/errors.js';
+import { checkPlan, loadParser } from '../../src/services/analyze-guard.js';
 
 let mine: TestSchema;
 let other: TestSchema;
@@ -45,6 +46,24 @@ async function refusedUnplanned(query: string): Promise<string> {
 }
 
 describe('the findings are refused before any analyze connection is opened', () => {
+  it("the webhook tables, whose URLs may hold the operator's credentials and tokens, by any name and in the plan", async () => {
+    for (const query of [
+      "select 1 / (case when position('token=' in url) > 0 then 0 else 1 end) from webhook_endpoint",
+      'select endpoint from "webhook_delivery"',
+      `select url from "${mine.schema}".WEBHOOK_ENDPOINT`,
+      'select uuid from vcons where exists (select 1 from webhook_delivery d where d.uuid = vcons.uuid)',
+    ])
+      expect(await refusedUnplanned(query)).toMatch(/holds the operator's webhook configuration/);
+    // What PostgreSQL resolved is judged too (a view over them, were one there).
+    await loadParser();
+    expect(() => checkPlan([{ Plan: { 'Node Type': 'Seq Scan', 'Relation Name': 'webhook_endpoint', Schema: mine.schema } }], mine.schema)).toThrow(
+      /holds the operator's webhook configuration/,
+    );
+    // The change log stays readable.
+    const plan = await service.analyze({ query: 'select count(*) from change_log', analyze: true }, internalCtx);
+    expect(plan).toMatchObject({ analyzed: true });
+  });
+
   it('attribute notation calling a statistics function, with or without a cast', async () => {
     expect(await refusedUnplanned(`select (${oid}::oid).pg_stat_get_live_tuples`)).toMatch(/type oid is not allowed/);
     expect(await refusedUnplanned(`select (${oid}).pg_stat_get_live_tuples`)).toMatch(
