@@ -129,13 +129,15 @@ export function createRegistry(dir: string): Registry {
   const registry: Registry = {
     dir,
     write(entry) {
-      mkdirSync(dir, { recursive: true });
+      // Modes of their own, not the umask's: `stop` signals the pid an entry names, so no other
+      // user (a group's included) may write one, even under a launcher started with umask 000.
+      mkdirSync(dir, { recursive: true, mode: 0o755 });
       // Write then rename, so a concurrent reader never sees half a file.
       const file = fileOf(instanceKey(entry));
       const tmp = `${file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify(entry, null, 2) + '\n');
+      writeFileSync(tmp, JSON.stringify(entry, null, 2) + '\n', { mode: 0o644 });
       renameSync(tmp, file);
-      writeFileSync(portFileOf(instanceKey(entry)), `${entry.port}\n`);
+      writeFileSync(portFileOf(instanceKey(entry)), `${entry.port}\n`, { mode: 0o644 });
     },
     lastPort(key) {
       try {

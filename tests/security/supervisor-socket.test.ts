@@ -82,12 +82,14 @@ async function impostor(sock: string, dir: string): Promise<{ captured: () => st
 }
 
 describe("the supervisor's socket", () => {
-  test('is mode 0600 even when the launcher runs with umask 000', async () => {
+  test('is mode 0600 even when the launcher runs with umask 000, and the registry entries 0644', async () => {
     const ws = workspace(['um']);
     const r = await runWith(ws, '000', ['start', '--group', 'um', '--detach']);
     expect(r.exitCode, String(r.stderr)).toBe(0);
     const sock = path.join(ws.instancesDir, 'supervisor.sock');
     expect((statSync(sock).mode & 0o777).toString(8)).toBe('600');
+    // Nor may another user rewrite the registry entry whose pid `stop` signals.
+    for (const f of ['um.json', 'um.port']) expect((statSync(path.join(ws.instancesDir, f)).mode & 0o777).toString(8), f).toBe('644');
   }, 120_000);
 
   test('past the length a socket path may have, it lives in a directory only the launcher user may enter, and start, status and stop work', async () => {
