@@ -191,6 +191,7 @@ export const EnvSchema = z.object({
   MCP_MAX_SESSIONS: int(1000, 1, 100_000),
   MCP_SESSIONS_PER_KEY: int(100, 1, 100_000),
   MCP_SESSIONS_PER_READONLY_KEY: int(20, 1, 100_000),
+  MCP_MAX_SUBSCRIPTIONS: int(1000, 1, 1_000_000),
   CORS_ORIGIN: z
     .string()
     .optional()
@@ -340,6 +341,8 @@ export interface Config {
     maxSessions: number;
     sessionsPerKey: number;
     sessionsPerReadOnlyKey: number;
+    /** Resources one session may be subscribed to at once (resources/subscribe). */
+    maxSubscriptions: number;
   };
   cors: { origins: '*' | string[] };
   auth: { required: boolean; keys: string[]; readOnlyKeys: string[]; header: string };
@@ -504,6 +507,7 @@ export function parseConfig(env: EnvInput): Config {
       maxSessions: e.MCP_MAX_SESSIONS,
       sessionsPerKey: e.MCP_SESSIONS_PER_KEY,
       sessionsPerReadOnlyKey: e.MCP_SESSIONS_PER_READONLY_KEY,
+      maxSubscriptions: e.MCP_MAX_SUBSCRIPTIONS,
     },
     cors: { origins: e.CORS_ORIGIN },
     auth: { required: e.API_AUTH_REQUIRED, keys: e.API_KEYS, readOnlyKeys: e.API_KEYS_READONLY, header: e.API_KEY_HEADER },

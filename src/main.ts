@@ -235,7 +235,7 @@ function lazyMcpHttp(opts: McpHttpOptions): McpHttp {
         load().then((handle) => handle(req, res, next), next);
       });
     },
-    stats: () => loaded?.stats() ?? { sessions: 0, read: 0, write: 0 },
+    stats: () => loaded?.stats() ?? { sessions: 0, read: 0, write: 0, subscriptions: 0 },
     async close() {
       closed = true;
       await loaded?.close();
@@ -318,6 +318,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       production: config.production,
       basePath: config.rest.basePath,
       validation: config.validation,
+      maxSubscriptions: config.mcp.maxSubscriptions,
     });
     const metrics = createMetrics({ services, mcp: () => mcp.stats() });
     const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount, metrics });

@@ -9,6 +9,7 @@ import { addInstancesDirFlag } from '../options.js';
 import { formatTable, note } from '../output.js';
 import { createRegistry, instanceKey, type InstanceState, type LastExit, type RegistryEntry } from '../registry.js';
 import { splitPool, type PoolSplit } from '../../src/config.js';
+import { endpointId, redactUrl, type EndpointHealth } from '../../src/domain/webhook-endpoints.js';
 import { formatSplit } from '../budget.js';
 
 /** The pool split an instance reports in /health, when it does. */
@@ -16,6 +17,12 @@ function poolOf(health: unknown): PoolSplit | undefined {
   const p = (health as { pool?: Partial<PoolSplit> } | undefined)?.pool;
   if (!p || ![p.size, p.requests, p.index, p.analyze].every((n) => typeof n === 'number')) return undefined;
   return { size: p.size!, requests: p.requests!, index: p.index!, analyze: p.analyze! };
+}
+
+/** A webhook endpoint of a group: its state as the instance reports it in /health, and its URL from the group's env file. */
+export interface WebhookStatus extends EndpointHealth {
+  /** The URL without credentials or query; null when the launcher cannot read the group's env file. */
+  url: string | null;
 }
 
 /** One row of `vcon-launch status --json`: the registry entry plus the live /health. */
@@ -34,6 +41,41 @@ export interface GroupStatus extends Omit<RegistryEntry, 'api_base_path' | 'stat
   status: 'healthy' | 'busy' | 'unhealthy' | 'unreachable';
   /** The live /health body, as the instance reports it. */
   health: unknown;
+  /** The group's webhook endpoints (shared by its replicas); null without WEBHOOK_URLS or when the instance did not report them. */
+  webhooks: WebhookStatus[] | null;
+}
+
+/** The group's environment as its instances see it (env/shared.env, then its own file), or undefined when unreadable. */
+function groupEnvOf(envFile: string): Record<string, string | undefined> | undefined {
+  try {
+    return { ...readEnvFile(path.join(path.dirname(envFile), SHARED_FILE)), ...readEnvFile(envFile) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** /health's webhook states, each with its URL (without credentials or query) when the env file names it. */
+function webhooksOf(health: unknown, envFile: string): WebhookStatus[] | null {
+  const list = (health as { webhooks?: unknown } | undefined)?.webhooks;
+  if (!Array.isArray(list)) return null;
+  const urls = new Map<string, string>();
+  for (const u of (groupEnvOf(envFile)?.WEBHOOK_URLS ?? '').split(',').map((x) => x.trim())) {
+    try {
+      if (u) urls.set(endpointId(u), redactUrl(u));
+    } catch {
+      /* not a URL: the instance refused to start with it anyway */
+    }
+  }
+  return (list as Partial<WebhookStatus>[]).map((w) => ({
+    id: String(w.id),
+    url: urls.get(String(w.id)) ?? null,
+    state: w.state ?? 'active',
+    failing_since: w.failing_since ?? null,
+    disabled_at: w.disabled_at ?? null,
+    disabled_reason: w.disabled_reason ?? null,
+    last_error: w.last_error ?? null,
+    last_error_at: w.last_error_at ?? null,
+  }));
 }
 
 /**
@@ -66,6 +108,7 @@ export async function collectStatus(instancesDir: string, onStale: (group: strin
         label: e.label,
         status,
         health: h.body,
+        webhooks: webhooksOf(h.body, e.env_file),
         database: e.database,
         role: e.role,
         env_file: e.env_file,
@@ -98,6 +141,44 @@ export function formatUptime(s: number | null): string {
   return `${Math.floor(s / 86_400)}d${String(Math.floor((s % 86_400) / 3600)).padStart(2, '0')}h`;
 }
 
+/** The WEBHOOKS cell: "-" without endpoints, else how many are in each state ("1 disabled, 1 active"). */
+export function formatWebhookCounts(list: WebhookStatus[] | null): string {
+  if (!list || list.length === 0) return '-';
+  const order: WebhookStatus['state'][] = ['disabled', 'failing', 'throttled', 'active'];
+  return order
+    .map((state) => [state, list.filter((w) => w.state === state).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([state, n]) => `${n} ${state}`)
+    .join(', ');
+}
+
+const ago = (iso: string | null, now: number) => (iso === null ? '?' : formatUptime(Math.max(0, Math.round((now - Date.parse(iso)) / 1000))));
+
+/**
+ * One line per webhook endpoint that is not delivering (failing, throttled or disabled), per group
+ * (its replicas share the state): what it is, since when and why. Empty when every endpoint is active.
+ */
+export function formatWebhookLines(rows: GroupStatus[], now = Date.now()): string[] {
+  const seen = new Set<string>();
+  const lines: string[] = [];
+  for (const r of rows) {
+    if (!r.webhooks || seen.has(r.group)) continue;
+    seen.add(r.group);
+    for (const w of r.webhooks) {
+      if (w.state === 'active') continue;
+      const last = w.last_error ? `last error ${ago(w.last_error_at, now)} ago: ${w.last_error}` : 'no error recorded';
+      const what =
+        w.state === 'disabled'
+          ? `disabled ${ago(w.disabled_at, now)} ago (${w.disabled_reason ?? 'no reason recorded'}); nothing is sent until POST /webhooks/${w.id}/enable`
+          : w.state === 'throttled'
+            ? `throttled (it asked to wait), failing for ${ago(w.failing_since, now)}; ${last}`
+            : `failing for ${ago(w.failing_since, now)}; ${last}`;
+      lines.push(`${r.group}: webhook ${w.id}${w.url ? ` ${w.url}` : ''} ${what}`);
+    }
+  }
+  return lines;
+}
+
 /** The status table: what the registry says next to what each instance reports about itself. */
 export function formatStatusTable(rows: GroupStatus[]): string {
   return formatTable(
@@ -117,6 +198,7 @@ export function formatStatusTable(rows: GroupStatus[]): string {
       'POOL',
       'CONNS',
       'INDEX LAG',
+      'WEBHOOKS',
       'REPORTED (schema / label / db)',
       'MODE',
     ],
@@ -149,6 +231,7 @@ export function formatStatusTable(rows: GroupStatus[]): string {
         pool,
         conns,
         lag,
+        formatWebhookCounts(r.webhooks),
         reported,
         `${r.mode}${r.supervisor_pid ? ` (${r.mode === 'detached' ? 'supervisor ' : ''}${r.supervisor_pid})` : ''}`,
       ];
@@ -198,12 +281,8 @@ function p95Between(
 
 /** The key /metrics accepts: METRICS_KEY, else one of the group's keys (read-only ones included). */
 function metricsKeyOf(envFile: string): { header: string; key: string } | undefined {
-  let env: Record<string, string | undefined>;
-  try {
-    env = { ...readEnvFile(path.join(path.dirname(envFile), SHARED_FILE)), ...readEnvFile(envFile) };
-  } catch {
-    return undefined;
-  }
+  const env = groupEnvOf(envFile);
+  if (!env) return undefined;
   const key = [env.METRICS_KEY, ...(env.API_KEYS_READONLY ?? '').split(','), ...(env.API_KEYS ?? '').split(',')].map((k) => k?.trim()).find((k) => k);
   return key ? { header: env.API_KEY_HEADER?.trim() || 'authorization', key } : undefined;
 }
@@ -277,7 +356,10 @@ export function registerStatus(program: Command): void {
   const cmd = program
     .command('status')
     .description("list running groups with each instance's live /health")
-    .option('--json', 'print a JSON array (group, state, uptime_s, restarts, last_exit, pid, url, port, schema, role, label, status, health, ...)')
+    .option(
+      '--json',
+      'print a JSON array (group, state, uptime_s, restarts, last_exit, pid, url, port, schema, role, label, status, health, webhooks, ...)',
+    )
     .option('--watch [seconds]', 'redraw a live table (requests/s, p95, pool, index lag, MCP sessions) every few seconds until Ctrl-C');
   addInstancesDirFlag(cmd);
   cmd.action(async (opts: { json?: boolean; watch?: string | boolean; instancesDir: string }) => {
@@ -293,7 +375,10 @@ export function registerStatus(program: Command): void {
     );
     if (opts.json) process.stdout.write(JSON.stringify(rows, null, 2) + '\n');
     else if (rows.length === 0) process.stdout.write('no groups are running\n');
-    else process.stdout.write(formatStatusTable(rows) + '\n');
+    else {
+      const hooks = formatWebhookLines(rows);
+      process.stdout.write(formatStatusTable(rows) + '\n' + (hooks.length ? `\n${hooks.join('\n')}\n` : ''));
+    }
     process.exitCode = rows.every((r) => r.status === 'healthy' || r.status === 'busy') ? 0 : 1;
   });
 }

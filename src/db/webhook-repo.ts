@@ -17,6 +17,8 @@ export interface EndpointRow {
   throttled_until: Date | null;
   disabled_at: Date | null;
   disabled_reason: string | null;
+  last_error: string | null;
+  last_error_at: Date | null;
   pending: number;
   failed: number;
   delivered: number;
@@ -122,12 +124,13 @@ export function createWebhookRepo(sql: Sql) {
      * The attempt failed: the delivery waits until `nextAt`, or has failed for good when `nextAt` is
      * null; the endpoint is marked failing (since now unless it was already), throttled until
      * `throttleUntil`, and disabled with `disable` as the reason, or when it has been failing since
-     * before `disableIfFailingSince`. Returns whether the endpoint is now disabled.
+     * before `disableIfFailingSince`; its last error becomes `reason` (`error` stays the delivery's).
+     * Returns whether the endpoint is now disabled.
      */
     async failed(
       url: string,
       id: string,
-      r: { status: number | null; error: string; nextAt: Date | null; throttleUntil: Date | null; disable: string | null },
+      r: { status: number | null; error: string; reason: string; nextAt: Date | null; throttleUntil: Date | null; disable: string | null },
       now: Date,
       disableIfFailingSince: Date,
     ): Promise<boolean> {
@@ -139,6 +142,7 @@ export function createWebhookRepo(sql: Sql) {
       const [e] = await sql<{ disabled: boolean }[]>`
         update webhook_endpoint set
           failing_since = coalesce(failing_since, ${now}),
+          last_error = ${r.reason.slice(0, 500)}, last_error_at = ${now},
           throttled_until = case when ${r.throttleUntil}::timestamptz is null then throttled_until
                                  else greatest(coalesce(throttled_until, ${r.throttleUntil}::timestamptz), ${r.throttleUntil}::timestamptz) end,
           disabled_reason = case when disabled_at is not null then disabled_reason
@@ -160,7 +164,7 @@ export function createWebhookRepo(sql: Sql) {
     async endpoints(urls: readonly string[]): Promise<EndpointRow[]> {
       if (urls.length === 0) return [];
       return sql<EndpointRow[]>`
-        select e.url, e.failing_since, e.throttled_until, e.disabled_at, e.disabled_reason,
+        select e.url, e.failing_since, e.throttled_until, e.disabled_at, e.disabled_reason, e.last_error, e.last_error_at,
                count(*) filter (where d.state = 'pending')::int as pending,
                count(*) filter (where d.state = 'failed')::int as failed,
                count(*) filter (where d.state = 'delivered')::int as delivered

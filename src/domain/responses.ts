@@ -75,6 +75,11 @@ const UuidString = z.string().describe('vCon UUID (lower-case)');
 
 // Infrastructure
 
+const LastError = z
+  .string()
+  .nullable()
+  .describe('What the last failed attempt came to, in words that name no host ("answered 500", "connection refused"); kept after a success');
+
 export const HealthOk = z.object({
   success: ok,
   status: z.literal('healthy'),
@@ -123,7 +128,11 @@ export const HealthOk = z.object({
       z.object({
         id: z.string().describe('The endpoint id (GET /webhooks)'),
         state: z.enum(['active', 'failing', 'throttled', 'disabled']),
+        failing_since: z.string().nullable().describe('The first failure since the last success'),
+        disabled_at: z.string().nullable(),
         disabled_reason: z.string().nullable().describe('Why a disabled endpoint was disabled (410 Gone, or failing for 5 days)'),
+        last_error: LastError,
+        last_error_at: z.string().nullable().describe('When that attempt failed'),
       }),
     )
     .nullable()
@@ -268,6 +277,8 @@ export const WebhookEndpoint = z.object({
   throttled_until: Instant.describe('Nothing is sent before this (429, 502, 504 or Retry-After)'),
   disabled_at: Instant,
   disabled_reason: z.string().nullable(),
+  last_error: LastError,
+  last_error_at: Instant.describe('When that attempt failed'),
   pending: Count.describe('Deliveries waiting for an attempt or in flight'),
   failed: Count.describe('Deliveries whose attempts ran out (GET /webhooks/failed)'),
   delivered: Count.describe('Deliveries answered with a 2xx (kept for 7 days)'),

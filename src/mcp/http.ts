@@ -17,6 +17,7 @@ import { isInstance, ValidationError } from '../domain/errors.js';
 import { checkParsedBody, jsonBodyVerify } from '../transport/json-body.js';
 import type { Scope } from '../services/context.js';
 import { buildMcpServer, type McpServerDeps } from './server.js';
+import { subscriptionHubOf } from './subscriptions.js';
 
 export const MCP_PATH = '/mcp';
 
@@ -46,8 +47,8 @@ export interface McpHttpOptions extends McpServerDeps {
 export interface McpHttp {
   /** Adds POST/GET/DELETE /mcp to the app (pass as buildApp's `mount`). */
   mount(app: Express): void;
-  /** Open sessions, by scope (for status and tests). */
-  stats(): { sessions: number; read: number; write: number };
+  /** Open sessions, by scope, and the resources they are subscribed to (for /metrics and tests). */
+  stats(): { sessions: number; read: number; write: number; subscriptions: number };
   /** Closes every session (instance stop); later requests get 503. */
   close(): Promise<void>;
 }
@@ -329,7 +330,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
     stats() {
       let read = 0;
       for (const s of sessions.values()) if (s.scope === 'read') read++;
-      return { sessions: sessions.size, read, write: sessions.size - read };
+      return { sessions: sessions.size, read, write: sessions.size - read, subscriptions: subscriptionHubOf(opts.services).size() };
     },
     async close() {
       closing = true;

@@ -22,6 +22,8 @@ export interface McpServerDeps {
   basePath: string;
   /** The group's VCON_VALIDATION: the document arguments advertise its schemas. */
   validation: ValidationMode;
+  /** MCP_MAX_SUBSCRIPTIONS: resources one session may be subscribed to at once. */
+  maxSubscriptions: number;
 }
 
 export interface SessionIdentity {
@@ -111,6 +113,6 @@ export function buildMcpServer(deps: McpServerDeps, who: SessionIdentity): McpSe
   }
 
   registerResources(server, { services, opts, ctxOf });
-  registerSubscriptions(server, services);
+  registerSubscriptions(server, { services, opts, ctxOf, max: deps.maxSubscriptions });
   return server;
 }

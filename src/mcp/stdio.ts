@@ -11,7 +11,15 @@ export async function serveStdio(instance: Instance): Promise<void> {
   const { config, log, services } = instance;
   const scope = config.mcp.readOnly ? 'read' : 'write';
   const server = buildMcpServer(
-    { services, buildInfo: getBuildInfo(), log, production: config.production, basePath: config.rest.basePath, validation: config.validation },
+    {
+      services,
+      buildInfo: getBuildInfo(),
+      log,
+      production: config.production,
+      basePath: config.rest.basePath,
+      validation: config.validation,
+      maxSubscriptions: config.mcp.maxSubscriptions,
+    },
     { scope, keyId: null, session: 'stdio' },
   );
   // A vCon with recordings inline can be large: accept what REST accepts.

@@ -4,12 +4,14 @@
 // is a hint to read the resource again; the change log (list_changes, GET /changes) is the record.
 import { ErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { parseUuid } from '../domain/params.js';
+import type { RequestCtx } from '../services/context.js';
 import type { Services } from '../services/index.js';
 import { RESOURCE_PREFIX } from './resources.js';
+import { ProtocolError, toProtocolError, type ResultOptions } from './result.js';
 
-const VCON_URI = new RegExp(
-  `^${RESOURCE_PREFIX.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}vcons/([0-9a-fA-F-]{36})(/(dialog|analysis|attachments|tags))?$`,
-);
+/** A vCon resource: its uuid (whatever its form; checked after) and the part, if any. */
+const VCON_URI = new RegExp(`^${RESOURCE_PREFIX.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}vcons/([^/]*)(/(dialog|analysis|attachments|tags))?$`);
 
 /** The subscriptions of one process: one follower of the change log, however many sessions watch. */
 export interface SubscriptionHub {
@@ -84,35 +86,80 @@ export function subscriptionHubOf(services: Services): SubscriptionHub {
   return hub;
 }
 
+export interface SubscriptionDeps {
+  services: Services;
+  opts: ResultOptions;
+  ctxOf(requestId: string | number): RequestCtx;
+  /** MCP_MAX_SUBSCRIPTIONS: uris one session may watch at once. */
+  max: number;
+}
+
+const SUBSCRIBABLE = `only ${RESOURCE_PREFIX}vcons/{uuid} and its /dialog, /analysis, /attachments, /tags can be subscribed`;
+
 /** Serves resources/subscribe and resources/unsubscribe on one server; its subscriptions end when it closes. */
-export function registerSubscriptions(server: McpServer, services: Services): void {
+export function registerSubscriptions(server: McpServer, deps: SubscriptionDeps): void {
+  const { services, opts, ctxOf, max } = deps;
   const hub = subscriptionHubOf(services);
-  const mine = new Map<string, () => void>();
+  // The session's subscriptions by uri, each held from the request on: a second subscribe of a uri
+  // whose first is still being answered shares it, and it counts against the cap at once.
+  const mine = new Map<string, Promise<() => void>>();
+  const release = (p: Promise<() => void> | undefined) =>
+    void p?.then(
+      (unsubscribe) => unsubscribe(),
+      () => undefined,
+    );
+  // Outside the request handler: the notifier a subscription keeps must not hold the request's
+  // `extra` (its headers, signal and senders); it added ~2 KB of heap per subscription when it did.
+  const watch = async (uri: string, uuid: string, ctx: RequestCtx): Promise<() => void> => {
+    // Only an existing vCon the caller may read can be watched (plugin read hooks apply, as to a resource read).
+    try {
+      await services.admission.run(() => services.vcons.get(uuid, 'metadata', ctx));
+    } catch (err) {
+      throw toProtocolError(err, opts);
+    }
+    return hub.subscribe(uuid, () => {
+      server.server.sendResourceUpdated({ uri }).catch(() => undefined);
+    });
+  };
   server.server.registerCapabilities({ resources: { subscribe: true } });
-  server.server.setRequestHandler(SubscribeRequestSchema, async (req) => {
+  server.server.setRequestHandler(SubscribeRequestSchema, async (req, extra) => {
     const { uri } = req.params;
     const m = VCON_URI.exec(uri);
-    if (!m)
+    if (!m) throw new McpError(ErrorCode.InvalidParams, `uri: ${SUBSCRIBABLE}, got ${JSON.stringify(uri)}`);
+    let uuid: string;
+    try {
+      uuid = parseUuid(m[1]).toLowerCase();
+    } catch {
       throw new McpError(
         ErrorCode.InvalidParams,
-        `uri: only ${RESOURCE_PREFIX}vcons/{uuid} and its /dialog, /analysis, /attachments, /tags can be subscribed, got ${JSON.stringify(uri)}`,
+        `uri: ${JSON.stringify(uri)} names no vCon (${JSON.stringify(m[1])} is not a uuid); ${SUBSCRIBABLE}`,
       );
-    if (!mine.has(uri)) {
-      const unsubscribe = await hub.subscribe(m[1].toLowerCase(), () => {
-        server.server.sendResourceUpdated({ uri }).catch(() => undefined);
-      });
-      mine.set(uri, unsubscribe);
+    }
+    let held = mine.get(uri);
+    if (!held) {
+      if (mine.size >= max) {
+        const message = `this session is subscribed to ${mine.size} resources, the limit (MCP_MAX_SUBSCRIPTIONS=${max}); unsubscribe from one first`;
+        throw new ProtocolError(ErrorCode.InvalidRequest, `too_many_subscriptions: ${message}`, { error: 'too_many_subscriptions', message });
+      }
+      held = watch(uri, uuid, ctxOf(extra.requestId));
+      mine.set(uri, held);
+    }
+    try {
+      await held;
+    } catch (err) {
+      if (mine.get(uri) === held) mine.delete(uri);
+      throw err;
     }
     return {};
   });
   server.server.setRequestHandler(UnsubscribeRequestSchema, (req) => {
-    mine.get(req.params.uri)?.();
+    release(mine.get(req.params.uri));
     mine.delete(req.params.uri);
     return {};
   });
   const previous = server.server.onclose;
   server.server.onclose = () => {
-    for (const unsubscribe of mine.values()) unsubscribe();
+    for (const held of mine.values()) release(held);
     mine.clear();
     previous?.();
   };

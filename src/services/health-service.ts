@@ -3,6 +3,7 @@ import { databaseRefusalOf, describeThrown, isDatabaseCapacity, isDatabaseUnavai
 import type { Admission } from './admission.js';
 import type { PoolSplit } from '../config.js';
 import type { BodyBudget, BodyBudgetStats } from './body-budget.js';
+import type { EndpointHealth } from '../domain/webhook-endpoints.js';
 
 /** healthy: the database answered; busy: it is up but this group's pool (or the server) is full; unhealthy: unreachable. */
 export type HealthState = 'healthy' | 'busy' | 'unhealthy';
@@ -49,14 +50,8 @@ export interface HealthReport {
   index: IndexReport | null;
   /** Why the state is not healthy, in words that name no role, host or password; null when healthy. */
   reason: string | null;
-  /** Each webhook endpoint's state (a disabled one says why); null without WEBHOOK_URLS or when not measured. */
-  webhooks: WebhookHealth[] | null;
-}
-
-export interface WebhookHealth {
-  id: string;
-  state: 'active' | 'failing' | 'throttled' | 'disabled';
-  disabled_reason: string | null;
+  /** Each webhook endpoint's state, since when, and why; null without WEBHOOK_URLS or when not measured. */
+  webhooks: EndpointHealth[] | null;
 }
 
 /** Seconds the probe waits for the database before calling it unhealthy (or busy). */
@@ -85,7 +80,7 @@ export function createHealthService(deps: {
   ping: () => Promise<PingResult>;
   admission: Admission;
   /** The webhook endpoints' states (absent without WEBHOOK_URLS). */
-  webhooks?: () => Promise<WebhookHealth[] | null>;
+  webhooks?: () => Promise<EndpointHealth[] | null>;
   /** How the instance's connections divide (config.db.pool; default: the admission's turns, no thread, no analyze). */
   pool?: PoolSplit;
   bodies: BodyBudget;

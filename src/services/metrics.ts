@@ -7,7 +7,7 @@ import type { Services } from './index.js';
 /** What the scrape reads from outside the services (the MCP endpoint lives beside them). */
 export interface MetricsSources {
   services: Services;
-  mcp?: () => { sessions: number; read: number; write: number };
+  mcp?: () => { sessions: number; read: number; write: number; subscriptions: number };
 }
 
 /** Request latency buckets, seconds: a cached read is ~1 ms, a search or a batch can take seconds. */
@@ -84,7 +84,7 @@ export function createMetrics(sources: MetricsSources) {
     }
   };
 
-  const mcp = () => sources.mcp?.() ?? { sessions: 0, read: 0, write: 0 };
+  const mcp = () => sources.mcp?.() ?? { sessions: 0, read: 0, write: 0, subscriptions: 0 };
   new Gauge({
     name: 'vcon_mcp_sessions',
     help: 'Open MCP sessions over HTTP, by the scope of their key',
@@ -96,6 +96,11 @@ export function createMetrics(sources: MetricsSources) {
       this.set({ scope: 'write' }, s.write);
     },
   });
+  gauge(
+    'vcon_mcp_subscriptions',
+    'Resources MCP sessions are subscribed to now (each session at most MCP_MAX_SUBSCRIPTIONS)',
+    () => mcp().subscriptions,
+  );
   gauge('vcon_change_streams_open', 'Change-feed streams (GET /changes/stream) open now', () => services.changes.stats().streams);
   new Counter({
     name: 'vcon_change_events_sent_total',

@@ -7,8 +7,34 @@ import https from 'node:https';
 import net from 'node:net';
 import { literalHost, privateAddressProblem } from '../domain/addresses.js';
 
-/** What an attempt came to: the response's status and Retry-After, or an error before any status. */
-export type SendResult = { status: number; retryAfter: string | undefined } | { status: null; error: string };
+/**
+ * What an attempt came to: the response's status and Retry-After, or an error before any status:
+ * `error` in full (the delivery's last_error, for key holders), `reason` in words that name no
+ * host or address (the endpoint's, which /health shows without a key).
+ */
+export type SendResult = { status: number; retryAfter: string | undefined } | { status: null; error: string; reason: string };
+
+/** Network error codes in words; others are shown as their code. */
+const REASONS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection reset',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+};
+
+/** An error's reason from its code only: a message may name the host, a code never does. */
+export function reasonOf(err: { code?: unknown }): string {
+  const code = typeof err.code === 'string' && /^[A-Z][A-Z0-9_]{0,59}$/.test(err.code) ? err.code : undefined;
+  if (!code) return 'connection failed';
+  if (REASONS[code]) return REASONS[code];
+  // Node's TLS failures: CERT_HAS_EXPIRED, DEPTH_ZERO_SELF_SIGNED_CERT, ERR_TLS_CERT_ALTNAME_INVALID, ...
+  if (/CERT|TLS|SSL/.test(code)) return `TLS failed (${code})`;
+  return `connection failed (${code})`;
+}
 
 /** A resolver that refuses every answer holding a private address (the connection's own lookup). */
 function guardedLookup(): net.LookupFunction {
@@ -24,6 +50,8 @@ function guardedLookup(): net.LookupFunction {
     });
   }) as net.LookupFunction;
 }
+
+const REFUSED = 'refused: a private, loopback, link-local or reserved address (WEBHOOK_ALLOW_PRIVATE is off)';
 
 export interface Sender {
   send(url: string, headers: Record<string, string>, body: string): Promise<SendResult>;
@@ -43,7 +71,7 @@ export function createSender(opts: { allowPrivate: boolean; timeoutMs: number })
         const url = new URL(target);
         const literal = literalHost(url);
         const refused = !opts.allowPrivate && literal ? privateAddressProblem(literal) : undefined;
-        if (refused) return resolve({ status: null, error: `refused: ${refused}` });
+        if (refused) return resolve({ status: null, error: `refused: ${refused}`, reason: REFUSED });
         const secure = url.protocol === 'https:';
         const req = (secure ? https : http).request(url, {
           method: 'POST',
@@ -59,7 +87,8 @@ export function createSender(opts: { allowPrivate: boolean; timeoutMs: number })
           resolve(r);
         };
         const timer = setTimeout(() => {
-          finish({ status: null, error: `no response within ${opts.timeoutMs / 1000} s` });
+          const error = `no response within ${opts.timeoutMs / 1000} s`;
+          finish({ status: null, error, reason: error });
           req.destroy();
         }, opts.timeoutMs);
         req.on('socket', (socket) => {
@@ -67,7 +96,7 @@ export function createSender(opts: { allowPrivate: boolean; timeoutMs: number })
           const check = () => {
             const problem = opts.allowPrivate ? undefined : privateAddressProblem(socket.remoteAddress ?? '');
             if (problem) {
-              finish({ status: null, error: `refused: ${problem}` });
+              finish({ status: null, error: `refused: ${problem}`, reason: REFUSED });
               req.destroy();
             }
           };
@@ -83,7 +112,7 @@ export function createSender(opts: { allowPrivate: boolean; timeoutMs: number })
         });
         req.on('error', (err: NodeJS.ErrnoException) => {
           const msg = err.code === 'EWEBHOOKPRIVATE' ? `refused: ${err.message}` : err.message || err.code || 'connection failed';
-          finish({ status: null, error: msg });
+          finish({ status: null, error: msg, reason: err.code === 'EWEBHOOKPRIVATE' ? REFUSED : reasonOf(err) });
         });
         req.end(body);
       });

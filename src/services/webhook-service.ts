@@ -1,9 +1,9 @@
 // Webhooks (docs/webhooks.md): every change log entry of the group is delivered to each URL of
 // WEBHOOK_URLS, signed per Standard Webhooks, at least once, from delivery rows every replica
 // shares (0004_webhooks.sql).
-import { createHash } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { AppError } from '../domain/errors.js';
+import { endpointId, redactUrl, type EndpointHealth } from '../domain/webhook-endpoints.js';
 import { parseParams, WebhookFailedQuery } from '../domain/params.js';
 import type { WebhookRepo, ClaimedDelivery, EndpointRow } from '../db/webhook-repo.js';
 import type { ChangeService } from './change-service.js';
@@ -51,23 +51,17 @@ export interface WebhookServiceDeps {
 export interface EndpointView {
   id: string;
   url: string;
-  state: 'active' | 'failing' | 'throttled' | 'disabled';
+  state: EndpointHealth['state'];
   failing_since: string | null;
   throttled_until: string | null;
   disabled_at: string | null;
   disabled_reason: string | null;
+  /** What the last failed attempt came to, in words that name no host ("answered 500", "connection refused"); kept after a success. */
+  last_error: string | null;
+  last_error_at: string | null;
   pending: number;
   failed: number;
   delivered: number;
-}
-
-/** A stable id of an endpoint, that names it in routes and logs without showing its URL. */
-export const endpointId = (url: string) => `ep_${createHash('sha256').update(url).digest('hex').slice(0, 12)}`;
-
-/** The URL with any credentials and query removed. */
-export function redactUrl(url: string): string {
-  const u = new URL(url);
-  return `${u.protocol}//${u.host}${u.pathname}`;
 }
 
 /** The delay before attempt `attempts + 1` (with ±10 % jitter), or null when `attempts` were the last. */
@@ -146,6 +140,8 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     const status = r.status;
     const error =
       r.status === null ? r.error : r.status >= 300 && r.status < 400 ? `answered ${r.status} (redirects are not followed)` : `answered ${r.status}`;
+    // The endpoint's last error names no host: /health shows it without a key.
+    const reason = r.status === null ? r.reason : error;
     const delay = retryDelay(d.attempts, random);
     const after = r.status === null ? undefined : retryAfterMs(r.retryAfter, done.getTime());
     const throttle = status === 429 || status === 502 || status === 504 || after !== undefined;
@@ -156,7 +152,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     const disabled = await repo.failed(
       url,
       d.id,
-      { status, error, nextAt, throttleUntil: throttleMs === undefined ? null : new Date(done.getTime() + throttleMs), disable },
+      { status, error, reason, nextAt, throttleUntil: throttleMs === undefined ? null : new Date(done.getTime() + throttleMs), disable },
       done,
       new Date(done.getTime() - DISABLE_AFTER_MS),
     );
@@ -225,6 +221,8 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       throttled_until: isoOrNull(e.throttled_until),
       disabled_at: isoOrNull(e.disabled_at),
       disabled_reason: e.disabled_reason,
+      last_error: e.last_error,
+      last_error_at: isoOrNull(e.last_error_at),
       pending: e.pending,
       failed: e.failed,
       delivered: e.delivered,
@@ -304,10 +302,18 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       wake();
     },
 
-    /** For /health: each endpoint's id and state (no URL: /health answers without a key). */
-    async health(): Promise<{ id: string; state: EndpointView['state']; disabled_reason: string | null }[] | null> {
+    /** For /health and `vcon-launch status`: each endpoint's state and why (no URL: /health answers without a key). */
+    async health(): Promise<EndpointHealth[] | null> {
       if (urls.length === 0) return null;
-      return (await repo.endpoints(urls)).map(view).map((e) => ({ id: e.id, state: e.state, disabled_reason: e.disabled_reason }));
+      return (await repo.endpoints(urls)).map(view).map(({ id, state, failing_since, disabled_at, disabled_reason, last_error, last_error_at }) => ({
+        id,
+        state,
+        failing_since,
+        disabled_at,
+        disabled_reason,
+        last_error,
+        last_error_at,
+      }));
     },
 
     /** Stops sending; attempts in flight finish (bounded by the response timeout). */

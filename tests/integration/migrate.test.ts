@@ -184,7 +184,13 @@ describe('migration runner', () => {
   });
 
   it('starts every schema from the one baseline and the migrations after it, and two groups end up with the same objects', async () => {
-    expect(loadMigrations().map((m) => m.name)).toEqual(['0001_schema', '0002_party_identifier_indexes', '0003_change_log', '0004_webhooks']);
+    expect(loadMigrations().map((m) => m.name)).toEqual([
+      '0001_schema',
+      '0002_party_identifier_indexes',
+      '0003_change_log',
+      '0004_webhooks',
+      '0005_webhook_last_error',
+    ]);
     const [a, b] = [testSchemaName('mig'), testSchemaName('mig')];
     await migrate(pool(a), a);
     await migrate(pool(b), b);

@@ -41,6 +41,7 @@ export async function serveByHand(t: TestSchema, plugins: Plugin[], options: Mcp
     production: false,
     basePath: config.rest.basePath,
     validation: config.validation,
+    maxSubscriptions: config.mcp.maxSubscriptions,
     ...options,
   });
   const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount });

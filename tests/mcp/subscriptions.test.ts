@@ -1,17 +1,20 @@
 // resources/subscribe: an MCP client (the SDK's own, over Streamable HTTP) subscribed to a vCon is
-// told of an append made over REST, and of nothing about vCons it does not watch.
+// told of an append made over REST, and of nothing about vCons it does not watch; a session holds
+// at most MCP_MAX_SUBSCRIPTIONS, gives them back when it closes, and can't watch what isn't there.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { KEY, RO_KEY, startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../helpers/poll.js';
 import { connectHttp, type HttpSession } from './helpers.js';
 
+const CAP = 3;
 let s: TestServer;
 let session: HttpSession;
 const updated: string[] = [];
 
 beforeAll(async () => {
-  s = await startTestServer();
+  s = await startTestServer({ MCP_MAX_SUBSCRIPTIONS: String(CAP) });
   // A read-only key may watch: subscribing reads nothing it could not read anyway.
   session = await connectHttp(s.instance.url!, RO_KEY);
   session.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
@@ -63,5 +66,55 @@ describe('MCP resource subscriptions', () => {
 
   it('refuses a uri that is not a vCon resource, naming it', async () => {
     await expect(session.client.subscribeResource({ uri: 'vcon://v1/tags' })).rejects.toThrow(/uri: only vcon:\/\/v1\/vcons\/\{uuid\}/);
+  });
+
+  it('refuses a subscription past MCP_MAX_SUBSCRIPTIONS naming the limit, and takes one again after an unsubscribe', async () => {
+    const own = await connectHttp(s.instance.url!, RO_KEY);
+    try {
+      const uuid = await create();
+      const uris = ['', '/dialog', '/tags', '/analysis'].map((p) => `vcon://v1/vcons/${uuid}${p}`);
+      for (const uri of uris.slice(0, CAP)) await own.client.subscribeResource({ uri });
+      // Subscribing again to a uri it holds is no new subscription.
+      await own.client.subscribeResource({ uri: uris[0] });
+      const refused = await own.client.subscribeResource({ uri: uris[CAP] }).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(McpError);
+      expect((refused as McpError).code).toBe(ErrorCode.InvalidRequest);
+      expect((refused as McpError).message).toMatch(
+        /too_many_subscriptions: this session is subscribed to 3 resources, the limit \(MCP_MAX_SUBSCRIPTIONS=3\)/,
+      );
+      await own.client.unsubscribeResource({ uri: uris[1] });
+      await own.client.subscribeResource({ uri: uris[CAP] });
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("frees a session's subscriptions when it closes", async () => {
+    const stats = () => s.instance.mcp!.stats();
+    await waitFor(() => stats().sessions === 1, 60_000, 50, 'the other sessions to close');
+    const before = stats().subscriptions;
+    const own = await connectHttp(s.instance.url!, KEY);
+    const uuid = await create();
+    // The same uri twice at once is one subscription (the second shares the first while it is answered).
+    const uri = `vcon://v1/vcons/${uuid}`;
+    await Promise.all([own.client.subscribeResource({ uri }), own.client.subscribeResource({ uri })]);
+    await own.client.subscribeResource({ uri: `${uri}/tags` });
+    expect(stats().subscriptions).toBe(before + 2);
+    await own.close();
+    await waitFor(() => stats().sessions === 1 && stats().subscriptions === before, 60_000, 50, 'the closed session to give its subscriptions back');
+  });
+
+  it('refuses a vCon that does not exist and a uri whose uuid is malformed, each with a clear error', async () => {
+    const missing = randomUUID();
+    const notFound = await session.client.subscribeResource({ uri: `vcon://v1/vcons/${missing}/dialog` }).catch((err: unknown) => err);
+    expect(notFound).toBeInstanceOf(McpError);
+    expect((notFound as McpError).code).toBe(-32002);
+    expect((notFound as McpError).message).toContain(`vcon_not_found: vCon ${missing} not found`);
+    for (const uri of ['vcon://v1/vcons/not-a-uuid', `vcon://v1/vcons/${'-'.repeat(36)}`, 'vcon://v1/vcons/recent']) {
+      const bad = await session.client.subscribeResource({ uri }).catch((err: unknown) => err);
+      expect((bad as McpError).code, uri).toBe(ErrorCode.InvalidParams);
+      expect((bad as McpError).message, uri).toMatch(/uri: .* names no vCon \(.* is not a uuid\)/);
+    }
+    expect(s.instance.mcp!.stats().subscriptions).toBeLessThanOrEqual(1);
   });
 });

@@ -7,7 +7,8 @@ import { Webhook } from 'standardwebhooks';
 import { createChangeService } from '../../src/services/change-service.js';
 import { createChangeRepo } from '../../src/db/change-repo.js';
 import { createWebhookRepo } from '../../src/db/webhook-repo.js';
-import { createWebhookService, endpointId, RETRY_SCHEDULE_MS, type Clock } from '../../src/services/webhook-service.js';
+import { createWebhookService, RETRY_SCHEDULE_MS, type Clock } from '../../src/services/webhook-service.js';
+import { endpointId } from '../../src/domain/webhook-endpoints.js';
 import { privateAddressProblem } from '../../src/domain/addresses.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
@@ -148,6 +149,13 @@ describe('webhook delivery', () => {
     // The receiver is down when they come due: connection refused, then back on its port.
     await rx.stop();
     await until(clock, rx.url, svc.wake, async () => (await rows(rx.url)).every((d) => d.attempts === 3 && d.lease_until === null));
+    // The delivery keeps the error in full; the endpoint's last error (keyless /health shows it) names no address.
+    expect((await rows(rx.url))[0].last_error).toContain(`127.0.0.1:${rx.port}`);
+    expect((await svc.list())[0]).toMatchObject({
+      state: 'failing',
+      last_error: 'connection refused',
+      last_error_at: new Date(clock.t).toISOString(),
+    });
     await rx.start();
     await until(clock, rx.url, svc.wake, async () => (await rows(rx.url)).every((d) => d.state === 'delivered'));
 
@@ -207,7 +215,18 @@ describe('webhook delivery', () => {
     mode = 'gone';
     await until(clock, rx.url, svc.wake, async () => (await svc.list())[0].state === 'disabled');
     expect((await svc.list())[0].disabled_reason).toBe('answered 410 Gone');
-    expect(await svc.health()).toEqual([{ id, state: 'disabled', disabled_reason: 'answered 410 Gone' }]);
+    const at = new Date(clock.t).toISOString();
+    expect(await svc.health()).toEqual([
+      {
+        id,
+        state: 'disabled',
+        failing_since: expect.any(String),
+        disabled_at: at,
+        disabled_reason: 'answered 410 Gone',
+        last_error: 'answered 410',
+        last_error_at: at,
+      },
+    ]);
     const before = rx.received.length;
     const later = await create();
     await svc.enable(id);

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { ConfigError, parseConfig } from '../../src/config.js';
-import { endpointId } from '../../src/services/webhook-service.js';
+import { endpointId } from '../../src/domain/webhook-endpoints.js';
 import { KEY, RO_KEY, startTestServer, type TestServer } from '../helpers/server.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 import { waitFor } from '../helpers/poll.js';
@@ -67,7 +67,9 @@ describe('webhooks of a group', () => {
     expect((await a.api(`/webhooks/${id}/enable`, { method: 'POST' })).status).toBe(200);
     expect((await a.api(`/webhooks/${id}/replay`, { method: 'POST' })).body).toEqual({ success: true, replayed: 0 });
     const health = await a.api('/health', { key: null });
-    expect(health.body.webhooks).toEqual([{ id, state: 'active', disabled_reason: null }]);
+    expect(health.body.webhooks).toEqual([
+      { id, state: 'active', failing_since: null, disabled_at: null, disabled_reason: null, last_error: null, last_error_at: null },
+    ]);
     expect((await a.api('/webhooks/failed', { key: RO_KEY })).body).toEqual({ success: true, data: [] });
   });
 
