@@ -300,6 +300,10 @@ export async function provisionGroupRoles(admin: Sql, input: ProvisionInput): Pr
           execute pg_catalog.format('revoke all on all functions in schema %I from %I', s, a);
           execute pg_catalog.format('grant usage on schema %I to %I', s, a);
           execute pg_catalog.format('grant select on all tables in schema %I to %I', s, a);
+          -- Except the webhook tables: they hold the URLs as written, secrets included (0006).
+          if pg_catalog.to_regclass(pg_catalog.format('%I.webhook_endpoint', s)) is not null then
+            execute pg_catalog.format('revoke all on table %I.webhook_endpoint, %I.webhook_delivery from %I', s, s, a);
+          end if;
           execute pg_catalog.format('alter default privileges for role %I in schema %I grant select on tables to %I', r, s, a);
           execute pg_catalog.format('alter role %I set search_path to %I, extensions', a, s);
           execute pg_catalog.format('alter role %I set default_transaction_read_only to on', a);

@@ -190,6 +190,7 @@ describe('migration runner', () => {
       '0003_change_log',
       '0004_webhooks',
       '0005_webhook_last_error',
+      '0006_webhook_tables_private',
     ]);
     const [a, b] = [testSchemaName('mig'), testSchemaName('mig')];
     await migrate(pool(a), a);

@@ -326,6 +326,31 @@ describe('what a leaked group-role password still gives', () => {
     }
   }, 180_000);
 
+  test('the analyze role reads the vCon tables but PostgreSQL refuses it the webhook tables (their URLs carry secrets)', async () => {
+    const ws = await startedWorkspace(['wa']);
+    const c = JSON.parse(readFileSync(path.join(ws.instancesDir, 'credentials', 'wa.json'), 'utf8')) as {
+      analyze_role: string;
+      analyze_password: string;
+    };
+    const analyze = postgres(withCredentials(databaseUrl(), c.analyze_role, c.analyze_password), { max: 1, onnotice: () => {} });
+    try {
+      expect(await analyze`select count(*)::int as n from vcons`).toEqual([{ n: 0 }]);
+      for (const table of ['webhook_endpoint', 'webhook_delivery'])
+        await expect(analyze.unsafe(`select * from ${table}`)).rejects.toMatchObject({ code: '42501' });
+    } finally {
+      await analyze.end();
+    }
+    // provision again on the migrated schema: its grant of every table must leave them out too.
+    const p = await ws.run(['provision', '--group', 'wa']);
+    expect(p.exitCode, p.stderr).toBe(0);
+    const again = postgres(withCredentials(databaseUrl(), c.analyze_role, c.analyze_password), { max: 1, onnotice: () => {} });
+    try {
+      await expect(again.unsafe('select * from webhook_endpoint')).rejects.toMatchObject({ code: '42501' });
+    } finally {
+      await again.end();
+    }
+  }, 180_000);
+
   test('check warns that PUBLIC holds CONNECT and TEMPORARY on the database, with the statements that take them away', async () => {
     const ws = workspace(['pw']);
     const c = await ws.run(['check']);
