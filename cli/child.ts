@@ -25,6 +25,8 @@ export interface ReadyMessage {
   url: string;
   schema: string;
   label: string | null;
+  /** The uid the server runs as, as it reports it (null where the platform has none). */
+  uid: number | null;
 }
 
 export interface ExitInfo {
@@ -39,6 +41,8 @@ export interface Child {
   port: number;
   schema: string;
   label: string | null;
+  /** The uid the server reported running as (null where the platform has none). */
+  uid: number | null;
   /** REST base URL (url + base path). */
   api: string;
   /** Settles when the process exits. */
@@ -243,6 +247,7 @@ async function awaitReady(spec: GroupSpec, proc: Proc, opts: { logFile?: string;
     port: ready.port,
     schema: ready.schema,
     label: ready.label,
+    uid: ready.uid ?? null,
     api,
     exited,
     async stop(graceMs = spec.config.shutdownTimeoutMs + 5_000) {

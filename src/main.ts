@@ -426,6 +426,8 @@ export async function runMain(): Promise<void> {
       url: instance.url ?? null,
       schema: config.db.schema,
       label: config.label,
+      // The user it runs as, from the process itself (a standby switched users on its start message).
+      uid: process.getuid?.() ?? null,
     });
   }
   const onSignal = (signal: NodeJS.Signals) => {

@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { fetchHealth, spawnChild, type Child } from '../child.js';
@@ -86,6 +87,11 @@ export interface ImportReport {
   pending_index: number | null;
   /** Whether the instance used keeps running (and indexing): false for a temporary one. */
   running: boolean;
+  /**
+   * The OS user the temporary instance ran as (its uid as the server process reported it); null
+   * when a running instance was used.
+   */
+  temporary_instance_user: { user: string; uid: number | null } | null;
 }
 
 /** The files import reads inside a directory: one vCon or an array (.json, .vcon), or one per line (.ndjson, .jsonl). */
@@ -363,9 +369,10 @@ export async function startTemporary(
   spec: GroupSpec,
   instancesDir: string,
   launcher: LauncherEnvironment,
-): Promise<{ api: string; stop: () => Promise<void> }> {
+): Promise<{ api: string; user: { user: string; uid: number | null }; stop: () => Promise<void> }> {
   const databases: Databases = await openDatabases([spec], { verbose: false });
   let child: Child;
+  let user: string;
   try {
     const registry = createRegistry(resolveDir(instancesDir));
     // Its connections come out of the server's budget like a started group's.
@@ -390,6 +397,7 @@ export async function startTemporary(
     };
     // As `start` runs the group: as its own OS user when groups run as their own users.
     const runAs = (await groupUsersOf([spec], launcher))?.get(spec.name);
+    user = runAs?.user ?? userInfo().username;
     child = await spawnChild(spec, { env, onLine: () => {}, runAs });
   } catch (err) {
     await databases.release();
@@ -397,6 +405,7 @@ export async function startTemporary(
   }
   return {
     api: child.api,
+    user: { user, uid: child.uid },
     async stop() {
       try {
         await child.stop();
@@ -441,12 +450,14 @@ export async function importFiles(
   outcomes.push(...skipped);
 
   let stopTemporary: (() => Promise<void>) | undefined;
+  let temporaryUser: ImportReport['temporary_instance_user'] = null;
   let api: string;
   if (running) {
     api = `${running.url}${running.api_base_path ?? spec.config.rest.basePath}`;
   } else {
     const t = await temporary!;
     stopTemporary = t.stop;
+    temporaryUser = t.user;
     api = t.api;
   }
   const t0 = Date.now();
@@ -493,6 +504,7 @@ export async function importFiles(
     via: running ? `running instance ${running.url} (pid ${running.pid})` : 'a temporary instance',
     pending_index: pending,
     running: Boolean(running),
+    temporary_instance_user: temporaryUser,
   };
 }
 

@@ -5,7 +5,7 @@
 // allowlist, and the values constant expressions can grow to are bounded (analyze-size.ts). After planning, the plan PostgreSQL resolved is checked again (a second line).
 import { loadModule, parse, scanSync, type ScanToken } from 'libpg-query';
 import { ValidationError } from '../domain/errors.js';
-import { checkConstantSizes } from './analyze-size.js';
+import { CAST_TYPES, checkConstantSizes } from './analyze-size.js';
 
 /** Thrown by the guard: a 400 naming what is not allowed. */
 function refuse(message: string, hint?: string): never {
@@ -279,48 +279,6 @@ const OPERATORS = new Set(
 );
 /** Names BETWEEN is written with in the parse tree (it becomes >= and <=). */
 const BETWEEN_NAMES = new Set(['BETWEEN', 'NOT BETWEEN', 'BETWEEN SYMMETRIC', 'NOT BETWEEN SYMMETRIC']);
-
-/**
- * Types a value may be cast to: plain built-ins. Unqualified, these resolve in pg_catalog before
- * the group's schema, so a domain of the same name cannot stand in for them. No reg* type: its
- * input reads the catalogs and its output prints other groups' objects.
- */
-const CAST_TYPES = new Set([
-  'bool',
-  'int2',
-  'int4',
-  'int8',
-  'int',
-  'integer',
-  'smallint',
-  'bigint',
-  'float4',
-  'float8',
-  'real',
-  'numeric',
-  'decimal',
-  'text',
-  'varchar',
-  'bpchar',
-  'char',
-  'date',
-  'time',
-  'timetz',
-  'timestamp',
-  'timestamptz',
-  'interval',
-  'json',
-  'jsonb',
-  'jsonpath',
-  'uuid',
-  'bytea',
-  'tsvector',
-  'tsquery',
-  'bit',
-  'varbit',
-  'inet',
-  'cidr',
-]);
 
 /** Parse-tree node kinds a read-only SELECT may use; anything else is refused by name. */
 const NODE_KINDS = new Set([

@@ -70,28 +70,61 @@ const FACTOR: Record<string, number> = {
 const STRUCTURED =
   /^(jsonb?_build_|to_jsonb?$|row_to_json$|array_to_json$|jsonb_object$|to_tsvector$|to_tsquery$|plainto_tsquery$|phraseto_tsquery$|websearch_to_tsquery$|array_to_tsvector$|tsvector_to_array$|setweight$|jsonb?$)/;
 
-/** Types whose values have a fixed size. */
-const FIXED_TYPES = new Set([
-  'bool',
-  'int2',
-  'int4',
-  'int8',
-  'int',
-  'integer',
-  'smallint',
-  'bigint',
-  'float4',
-  'float8',
-  'real',
-  'date',
-  'time',
-  'timetz',
-  'timestamp',
-  'timestamptz',
-  'interval',
-  'uuid',
-  'inet',
-  'cidr',
+/** How a constant cast to a type can grow (see the TypeCast case of checkConstantSizes). */
+type CastSize =
+  /** To a fixed size (numbers but numeric, booleans, dates and times, uuid, addresses). */
+  | 'fixed'
+  /** To numeric's text: a literal's exponent spells out as digits. */
+  | 'numeric'
+  /** To JSON text, its numbers spelled out. */
+  | 'json'
+  /** To a structure several times its text (full text search values, JSON paths). */
+  | 'structured'
+  /** To its text. */
+  | 'text';
+
+/**
+ * The types analyze lets a value be cast to (the guard refuses every other, analyze-guard.ts),
+ * each with how a constant cast to it can grow: one table, so that a type is added in one place.
+ * Plain built-ins only: unqualified, these resolve in pg_catalog before the group's schema, so a
+ * domain of the same name cannot stand in for them. No reg* type: its input reads the catalogs
+ * and its output prints other groups' objects.
+ */
+export const CAST_TYPES: ReadonlyMap<string, CastSize> = new Map<string, CastSize>([
+  ['bool', 'fixed'],
+  ['int2', 'fixed'],
+  ['int4', 'fixed'],
+  ['int8', 'fixed'],
+  ['int', 'fixed'],
+  ['integer', 'fixed'],
+  ['smallint', 'fixed'],
+  ['bigint', 'fixed'],
+  ['float4', 'fixed'],
+  ['float8', 'fixed'],
+  ['real', 'fixed'],
+  ['numeric', 'numeric'],
+  ['decimal', 'numeric'],
+  ['text', 'text'],
+  ['varchar', 'text'],
+  ['bpchar', 'text'],
+  ['char', 'text'],
+  ['date', 'fixed'],
+  ['time', 'fixed'],
+  ['timetz', 'fixed'],
+  ['timestamp', 'fixed'],
+  ['timestamptz', 'fixed'],
+  ['interval', 'fixed'],
+  ['json', 'json'],
+  ['jsonb', 'json'],
+  ['jsonpath', 'structured'],
+  ['uuid', 'fixed'],
+  ['bytea', 'text'],
+  ['tsvector', 'structured'],
+  ['tsquery', 'structured'],
+  ['bit', 'text'],
+  ['varbit', 'text'],
+  ['inet', 'fixed'],
+  ['cidr', 'fixed'],
 ]);
 
 /** A literal that is one number (1e5, '-2.5E+10'). */
@@ -329,16 +362,20 @@ export function checkConstantSizes(stmt: unknown): void {
         const type = n.typeName as Node | undefined;
         const name = namesOf(type?.names).at(-1) ?? '';
         if (!arg.constant) return arg;
+        // NULL cast to any type is NULL (not a computed text that could spell a long number).
+        if (((n.arg as Node | undefined)?.A_Const as Node | undefined)?.isnull) return arg;
         if (type?.arrayBounds) return folded([arg], 8 * arg.out + FIXED);
-        if (FIXED_TYPES.has(name)) return folded([arg], FIXED);
+        // A type the guard refuses is sized as text: the statement is refused either way.
+        const cast = CAST_TYPES.get(name) ?? 'text';
+        if (cast === 'fixed') return folded([arg], FIXED);
         const literal = ((n.arg as Node | undefined)?.A_Const as Node | undefined)?.sval as Node | undefined;
-        if (['numeric', 'decimal', 'json', 'jsonb'].includes(name)) {
+        if (cast === 'numeric' || cast === 'json') {
           // Numbers in JSON text spell out their exponents; a computed text spelling a number
           // ('1e' || '100000') may read as numeric's longest text.
           const spelled = typeof literal?.sval === 'string' ? spelledSize(literal.sval) : NUMERIC_TEXT + arg.out;
-          return folded([arg], name.startsWith('json') ? 8 * spelled + FIXED : spelled);
+          return folded([arg], cast === 'json' ? 8 * spelled + FIXED : spelled);
         }
-        if (['tsvector', 'tsquery', 'jsonpath'].includes(name)) return folded([arg], 8 * arg.out + FIXED);
+        if (cast === 'structured') return folded([arg], 8 * arg.out + FIXED);
         return folded([arg], arg.out + FIXED);
       }
       case 'CaseExpr':

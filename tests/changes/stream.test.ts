@@ -22,12 +22,12 @@ const create = async (t: TestServer, subject: string) => {
 describe('GET /changes/stream', () => {
   it('starts with a ready event and a retry hint, sends each change with its cursor as id, and resumes by Last-Event-ID without a gap or a duplicate', async () => {
     const first = openStream(s, '?after=now', {}, RO_KEY);
-    await waitFor(() => first.events.find((e) => e.event === 'ready'), 20_000, 20, 'the ready event');
+    await waitFor(() => first.events.find((e) => e.event === 'ready'), 60_000, 20, 'the ready event');
     expect(first.status()).toBe(200);
     expect(first.events[0].retry).toMatch(/^\d+$/);
     const start = first.events[0].id!;
     const before = [await create(s, 'a'), await create(s, 'b'), await create(s, 'c')];
-    await waitFor(() => first.changes().length >= 3, 20_000, 20, 'three events');
+    await waitFor(() => first.changes().length >= 3, 60_000, 20, 'three events');
     await first.close();
     const got = first.changes();
     expect(got.map((e) => e.uuid)).toEqual(before);
@@ -37,9 +37,9 @@ describe('GET /changes/stream', () => {
     const lastId = got[got.length - 1].id;
     const after = [await create(s, 'd'), await create(s, 'e')];
     const second = openStream(s, '?after=0', { 'Last-Event-ID': lastId });
-    await waitFor(() => second.changes().length >= 2, 20_000, 20, 'the events written while disconnected');
+    await waitFor(() => second.changes().length >= 2, 60_000, 20, 'the events written while disconnected');
     const third = await create(s, 'f');
-    await waitFor(() => second.changes().length >= 3, 20_000, 20, 'the live event');
+    await waitFor(() => second.changes().length >= 3, 60_000, 20, 'the live event');
     await second.close();
     expect(second.events[0]).toMatchObject({ event: 'ready', id: lastId });
     expect(second.changes().map((e) => e.uuid)).toEqual([...after, third]);
@@ -50,10 +50,10 @@ describe('GET /changes/stream', () => {
     const stream = openStream(t, '?kinds=deleted');
     const foreign = openStream(other, '?after=now');
     try {
-      await waitFor(() => stream.events.length > 0 && foreign.events.length > 0, 20_000, 20, 'both ready events');
+      await waitFor(() => stream.events.length > 0 && foreign.events.length > 0, 60_000, 20, 'both ready events');
       const uuid = await create(t, 'mine');
       expect((await t.api(`/vcons/${uuid}`, { method: 'DELETE' })).status).toBe(200);
-      await waitFor(() => stream.changes().length >= 1, 20_000, 20, 'the deletion');
+      await waitFor(() => stream.changes().length >= 1, 60_000, 20, 'the deletion');
       expect(stream.changes().map((e) => [e.uuid, e.kind])).toEqual([[uuid, 'deleted']]);
       // The other group's stream, open all along, saw none of it, and its log holds none of it.
       const page = await other.api('/changes');
@@ -61,7 +61,7 @@ describe('GET /changes/stream', () => {
       expect(foreign.changes().filter((e) => e.uuid === uuid)).toEqual([]);
     } finally {
       await t.instance.stop();
-      await waitFor(() => stream.ended(), 20_000, 20, 'the stream to end');
+      await waitFor(() => stream.ended(), 60_000, 20, 'the stream to end');
       expect(stream.events.at(-1)).toMatchObject({ event: 'end' });
       await t.close();
       await foreign.close();

@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isAlive } from '../../src/process.js';
-import { pgCtl, request, sampleVcon, sleep, spawnServer, type ServerProcess } from './helpers.js';
+import { waitFor } from '../helpers/poll.js';
+import { pgCtl, request, sampleVcon, spawnServer, type ServerProcess } from './helpers.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'vcon-embedded-owner-'));
 // As root the cluster runs as `postgres`, which must be able to reach the data directory.
@@ -27,8 +28,11 @@ afterAll(async () => {
   if (!process.env.KEEP_HARDENING_DIRS) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Writes for `ms`, then SIGKILLs the server while writes are still in flight; returns the acknowledged uuids. */
-async function writeThenKill(server: ServerProcess, ms: number): Promise<string[]> {
+/**
+ * Writes until `n` writes are acknowledged (a count, not a time a loaded machine stretches), then
+ * SIGKILLs the server while writes are still in flight; returns the acknowledged uuids.
+ */
+async function writeThenKill(server: ServerProcess, n: number): Promise<string[]> {
   const acked: string[] = [];
   let running = true;
   const writer = async () => {
@@ -39,7 +43,7 @@ async function writeThenKill(server: ServerProcess, ms: number): Promise<string[
     }
   };
   const load = Promise.all(Array.from({ length: 8 }, writer));
-  await sleep(ms);
+  await waitFor(() => acked.length >= n || server.proc.exitCode !== null, 120_000, 20, `${n} acknowledged writes`);
   server.proc.kill('SIGKILL');
   await server.proc;
   running = false;
@@ -61,7 +65,7 @@ describe("the embedded database's owner killed", () => {
   it('SIGKILL of the owner: the next start adopts the orphaned postmaster, nothing acknowledged is lost', async () => {
     const first = await spawnServer(env, 120_000);
     const pm = postmasterPid();
-    const acked = await writeThenKill(first, 1_500);
+    const acked = await writeThenKill(first, 50);
     expect(isAlive(pm)).toBe(true); // the orphan
     const r = await presentAfterStart(acked);
     console.log(
@@ -76,10 +80,8 @@ describe("the embedded database's owner killed", () => {
 
   it('SIGKILL of the owner and of the postmaster: the next start recovers the cluster, nothing acknowledged is lost', async () => {
     const pm = postmasterPid();
-    const acked = await writeThenKill(last!, 1_500);
+    const acked = await writeThenKill(last!, 50);
     process.kill(pm, 'SIGKILL');
-    for (let i = 0; i < 100 && isAlive(pm); i++) await sleep(20);
-    expect(isAlive(pm)).toBe(false);
     // PostgreSQL refuses to start while the pid in postmaster.pid exists, and a killed postmaster
     // stays a zombie until init reaps it (immediate under systemd or tini, slower under some
     // sandboxes' pid 1, never under an init that doesn't reap): wait for the reaping.
@@ -91,8 +93,8 @@ describe("the embedded database's owner killed", () => {
         return true;
       }
     };
-    for (let i = 0; i < 300 && !reaped(); i++) await sleep(50);
-    expect(reaped(), `postmaster ${pm} was not reaped by init within 15 s`).toBe(true);
+    await waitFor(reaped, 60_000, 50, `postmaster ${pm} to be reaped by init`);
+    expect(isAlive(pm)).toBe(false);
     const r = await presentAfterStart(acked);
     console.log(
       `[hardening] embedded owner + postmaster SIGKILL: acknowledged ${acked.length}, missing ${r.missing.length}, next start ${r.startMs} ms`,

@@ -48,7 +48,7 @@ describe('a SIGKILLed child under the foreground supervisor', () => {
         if (g === 'beta') beta.push(o);
         else if (o.status !== 201) {
           alphaRefused++;
-          await sleep(20);
+          await sleep(20); // the retry pace of a refused write, not a wait
         }
       }
     };
@@ -61,9 +61,14 @@ describe('a SIGKILLed child under the foreground supervisor', () => {
       ...Array.from({ length: 2 }, reader),
     ]);
 
+    /** Under load: `n` more writes acknowledged by each group (a count, not a time a loaded machine stretches). */
+    const moreWrites = (n: number) => {
+      const target = { alpha: acked.alpha.length + n, beta: acked.beta.length + n };
+      return waitFor(() => acked.alpha.length >= target.alpha && acked.beta.length >= target.beta, 120_000, 20, `${n} more writes of each group`);
+    };
     const restarts: number[] = [];
     for (let i = 0; i < 2; i++) {
-      await sleep(3_000);
+      await moreWrites(10);
       const before = ws.registry().alpha;
       const t0 = Date.now();
       process.kill(before.pid, 'SIGKILL');
@@ -78,7 +83,8 @@ describe('a SIGKILLed child under the foreground supervisor', () => {
       );
       restarts.push(Date.now() - t0);
     }
-    await sleep(1_000);
+    // alpha writing again after the second restart, beta all along.
+    await moreWrites(10);
     running = false;
     await load;
 

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/poll.js';
 import { acquireEmbeddedPostgres, type EmbeddedPostgres } from '../../src/db/embedded.js';
 import {
   derivedProblems,
@@ -57,7 +58,7 @@ describe('PostgreSQL restarted during a write load', () => {
         const doc = sampleVcon(undefined, n++);
         const o = await request(`${server.base}/vcons`, { method: 'POST', json: doc, timeoutMs: TIMEOUT_MS });
         writes.push({ ...o, uuid: doc.uuid });
-        if (o.status !== 201) await sleep(20);
+        if (o.status !== 201) await sleep(20); // the retry pace of a refused write, not a wait
       }
     };
     const reader = async () => {
@@ -71,13 +72,19 @@ describe('PostgreSQL restarted during a write load', () => {
 
     const recoveries: { mode: string; downMs: number; healthyAfterMs: number }[] = [];
     const crashed = () => server.proc.exitCode !== null || server.proc.signalCode !== null;
+    const acknowledged = () => writes.filter((w) => w.status === 201).length;
+    /** Under load: `n` more writes acknowledged (a count, not a time a loaded machine stretches). */
+    const moreWrites = (n: number) => {
+      const target = acknowledged() + n;
+      return waitFor(() => crashed() || acknowledged() >= target, 120_000, 20, `${n} more acknowledged writes`);
+    };
     for (const [mode, downMs] of [
       ['fast', 1_500],
       ['immediate', 1_000],
     ] as const) {
-      await sleep(4_000);
+      await moreWrites(30);
       await pgCtl(['stop', '-D', pg.dataDir, '-m', mode, '-w', '-t', '30']);
-      await sleep(downMs);
+      await sleep(downMs); // the outage's length: the condition under test
       await pgCtl(['start', '-D', pg.dataDir, '-w', '-t', '60', '-l', path.join(dir, 'postgres.log'), '-o', startOpts()]);
       const t0 = Date.now();
       for (;;) {
@@ -90,7 +97,8 @@ describe('PostgreSQL restarted during a write load', () => {
       if (crashed()) break;
       recoveries.push({ mode, downMs, healthyAfterMs: Date.now() - t0 });
     }
-    await sleep(2_000);
+    // Writing again after the second restart, then the load ends.
+    await moreWrites(30);
     running = false;
     await load;
 

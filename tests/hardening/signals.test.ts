@@ -60,9 +60,11 @@ async function signalDuringCreates(signal: 'SIGTERM' | 'SIGKILL', env: Record<st
   });
   const docs = Array.from({ length: N }, (_, i) => sampleVcon(randomUUID(), i));
   let acks = 0;
+  let lastAnswerAt = 0;
   const pending = docs.map((d) =>
     request(`${server.base}/vcons`, { method: 'POST', json: d, timeoutMs: 120_000 }).then((o) => {
       if (o.status === 201) acks++;
+      lastAnswerAt = Date.now();
       return o;
     }),
   );
@@ -75,12 +77,16 @@ async function signalDuringCreates(signal: 'SIGTERM' | 'SIGKILL', env: Record<st
   const tSignal = Date.now();
   server.proc.kill(signal);
   const exit = await server.proc;
-  const exitMs = Date.now() - tSignal;
+  const exitAt = Date.now();
+  const exitMs = exitAt - tSignal;
   const outcomes: Outcome[] = await Promise.all(pending);
+  // From the drain's end (the last answer) to the exit: what waiting for idle keep-alive
+  // connections would add to. The drain itself is as long as a loaded machine makes it.
+  const afterDrainMs = exitAt - Math.max(tSignal, lastAnswerAt);
   const late = await request(`${server.base}/vcons`, { method: 'POST', json: sampleVcon(), timeoutMs: 5_000 });
   const stored = await storedUuids(databaseUrl(), schema);
   const acked = docs.filter((_, i) => outcomes[i].status === 201).map((d) => d.uuid);
-  return { schema, inFlight, exit, exitMs, outcomes, late, stored, acked, docs, stderr: server.stderr() };
+  return { schema, inFlight, exit, exitMs, afterDrainMs, outcomes, late, stored, acked, docs, stderr: server.stderr() };
 }
 
 describe('signals during 100 in-flight creates', () => {
@@ -94,9 +100,10 @@ describe('signals during 100 in-flight creates', () => {
     expect(r.inFlight).toBe(N);
     expect(r.outcomes.map((o) => o.status || o.error)).toEqual(Array(N).fill(201));
     expect(r.exit.exitCode, r.stderr).toBe(0);
-    // Drained, then gone: no wait for idle keep-alive connections to time out (KEEP_ALIVE_MS);
-    // how soon is a figure of the log line above, not a bound.
-    expect(r.exitMs).toBeLessThan(KEEP_ALIVE_MS);
+    // Drained, then gone: no wait for idle keep-alive connections to time out (KEEP_ALIVE_MS, 30 s
+    // after the last answer; the clock is the only witness of such a wait). How soon is a figure
+    // of the log line above, not a bound.
+    expect(r.afterDrainMs).toBeLessThan(KEEP_ALIVE_MS);
     expect(r.late.status).toBe(0);
     expect(r.acked.filter((u) => !r.stored.has(u))).toEqual([]);
     expect(r.stored.size).toBe(N);
@@ -113,7 +120,7 @@ describe('signals during 100 in-flight creates', () => {
     );
     expect(r.inFlight).toBe(N);
     expect(r.exit.exitCode === 0 || r.exit.exitCode === 1, r.stderr).toBe(true);
-    expect(r.exitMs).toBeLessThan(KEEP_ALIVE_MS);
+    expect(r.afterDrainMs).toBeLessThan(KEEP_ALIVE_MS);
     // Nothing hung: each request was answered or its connection closed, and a 201 means stored.
     for (const o of r.outcomes) expect(o.error === 'timeout').toBe(false);
     expect(r.acked.filter((u) => !r.stored.has(u))).toEqual([]);

@@ -93,7 +93,7 @@ describe('bodies in flight and the memory ceiling of a launched group', () => {
       await holdUpload(api, bodyOf(size)),
       await holdUpload(api, bodyOf(size), { Origin: 'http://example.test' }),
     ];
-    await waitFor(async () => (await health()).bodies.in_flight === 3 * Buffer.byteLength(bodyOf(size)), 30_000, 50, '18 MB in flight');
+    await waitFor(async () => (await health()).bodies.in_flight === 3 * Buffer.byteLength(bodyOf(size)), 60_000, 50, '18 MB in flight');
     // Over the bound now, whichever path: 503 server_busy with Retry-After, before the body is read.
     for (const headers of [{}, { origin: 'http://example.test' }] as Record<string, string>[]) {
       const res = await fetch(`${api}/vcons`, {

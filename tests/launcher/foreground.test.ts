@@ -105,7 +105,7 @@ describe('vcon-launch start (foreground)', () => {
       while (probing) {
         const h = await api(betaApi, '/health').catch(() => ({ status: 0 }));
         if (h.status !== 200) betaFailures++;
-        await sleep(50);
+        await sleep(50); // the probes' pace while alpha restarts, not a wait for anything
       }
     })();
     // How fast the restart is belongs to tests/hardening/launcher-crash.test.ts (under load, < 2 s).

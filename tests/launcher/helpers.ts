@@ -44,7 +44,9 @@ export function createWorkspace(groups: string[], extra: Record<string, Record<s
         .map(([k, v]) => `${k}=${v}`)
         .join('\n') + '\n',
     );
-  writeEnv('shared', { DATABASE_URL: databaseUrl(), API_KEYS: KEY, LOG_LEVEL: 'warn', EMBEDDINGS_PROVIDER: 'hashing' });
+  // A request may wait a minute for a pool turn, not 5 s, as in tests/helpers/server.ts: a burst of
+  // test requests on a loaded machine would otherwise meet database_busy.
+  writeEnv('shared', { DATABASE_URL: databaseUrl(), API_KEYS: KEY, LOG_LEVEL: 'warn', EMBEDDINGS_PROVIDER: 'hashing', DB_QUEUE_TIMEOUT_MS: '60000' });
   for (const g of groups) {
     schemas[g] = testSchemaName(`l_${g}`);
     writeEnv(g, { SUPABASE_DB_SCHEMA: schemas[g], VCON_INSTANCE_LABEL: `label-${g}`, ...extra[g] });

@@ -189,6 +189,8 @@ describe('vcon-launch import, indexing behind', () => {
     }
     const json = JSON.parse((await ws.run(['import', '--group', 'slow', dir, '--json'])).stdout);
     expect(json).toMatchObject({ stored: 3, pending_index: 3, running: false });
+    // Whom the temporary instance ran as, by its own report (the group's user under a root launcher).
+    expect(json.temporary_instance_user).toEqual({ user: expect.any(String), uid: process.getuid!() === 0 ? expect.any(Number) : process.getuid!() });
     writeFileSync(
       path.join(dir, '3.json'),
       JSON.stringify({ vcon: '0.3.0', subject: 'queued 3', created_at: '2025-03-01T10:00:00Z', parties: [{ name: 'Bo' }] }),

@@ -70,7 +70,14 @@ describe('start --detach leaves a supervisor behind', () => {
     let out = '';
     watcher.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     try {
-      await waitFor(() => (out.match(/^GROUP\s+STATE/gm) ?? []).length >= 2);
+      // Redrawn, and showing both healthy: a redraw may show a /health that a loaded machine
+      // answered past the probe's 2 s, and the next one the answer.
+      await waitFor(
+        () =>
+          (out.match(/^GROUP\s+STATE/gm) ?? []).length >= 2 &&
+          /^one\s+running\s+healthy\s+\S+\s+1\s+/m.test(out) &&
+          /^two\s+running\s+healthy/m.test(out),
+      );
     } finally {
       watcher.kill('SIGINT');
     }

@@ -99,7 +99,9 @@ describe('MCP over Streamable HTTP', () => {
       return ok(name, args);
     };
 
-    const created = await tool('create_vcon', { vcon: sample('Kettle refund request') });
+    // wait_for: the searches below find it however long indexing takes on a loaded machine (a
+    // search's own catch-up is bounded); the later writes leave its index rows until re-indexed.
+    const created = await tool('create_vcon', { vcon: sample('Kettle refund request'), wait_for: 'search' });
     expect(created).toMatchObject({ created: true });
     const uuid = created.uuid as string;
     expect((await tool('get_vcon', { uuid })).vcon.subject).toBe('Kettle refund request');

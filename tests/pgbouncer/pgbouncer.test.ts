@@ -115,7 +115,8 @@ describe.skipIf(skip)('groups through PgBouncer (transaction pooling)', () => {
 
   it('create, read, update, tags, keyword and semantic search, delete', async () => {
     const [a] = groups;
-    const c = await a.server.api('/vcons', { method: 'POST', json: doc(a.marker) });
+    // wait_for=search: a search's own catch-up is bounded (2 s), which a loaded machine can pass.
+    const c = await a.server.api('/vcons?wait_for=search', { method: 'POST', json: doc(a.marker) });
     expect(c.status, JSON.stringify(c.body)).toBe(201);
     const uuid = c.body.uuid as string;
     expect((await a.server.api(`/vcons/${uuid}`)).body.vcon.subject).toBe(`Refund request ${a.marker}`);

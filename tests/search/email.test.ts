@@ -207,7 +207,8 @@ describe('email vCons through REST and MCP', () => {
 
   beforeAll(async () => {
     srv = await startTestServer();
-    const r = await srv.api('/vcons/batch', { method: 'POST', json: Object.values(docs) });
+    // wait_for=search: a search's own catch-up is bounded (2 s), which a loaded machine can pass.
+    const r = await srv.api('/vcons/batch?wait_for=search', { method: 'POST', json: Object.values(docs) });
     expect(r.status).toBe(201);
     mcp = await connectHttp(srv.instance.url!, KEY);
   });

@@ -103,7 +103,7 @@ describe('keyword search', () => {
       ],
       analysis: [{ type: 'summary', body: 'kumquat kumquat', encoding: 'none' }],
     });
-    await srv.api('/vcons', { method: 'POST', json: long });
+    await srv.api('/vcons?wait_for=search', { method: 'POST', json: long });
     const r = await search('content', { q: 'kumquat' });
     expect(r.body.count).toBe(1);
     expect(r.body.results).toHaveLength(1);

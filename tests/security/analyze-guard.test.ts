@@ -13,6 +13,7 @@ import { createDatabaseService } from '../../src/services/database-service.js';
 import { internalCtx } from '../../src/services/context.js';
 import { ValidationError } from '../../src/domain/errors.js';
 import { checkPlan, loadParser } from '../../src/services/analyze-guard.js';
+import { CAST_TYPES } from '../../src/services/analyze-size.js';
 
 let mine: TestSchema;
 let other: TestSchema;
@@ -134,6 +135,17 @@ describe('the findings are refused before any analyze connection is opened', () 
       expect(r.analyzed, query).toBe(true);
       expect(repo.opened).toBe(before + 1);
     }
+  });
+
+  it('a cast to every type of the one cast table (the guard allows it, the size bound sizes it) reaches PostgreSQL', async () => {
+    const before = repo.opened;
+    for (const type of CAST_TYPES.keys()) {
+      const r = await service.analyze({ query: `select null::${type} as v`, analyze: true }, internalCtx);
+      expect(r.analyzed, type).toBe(true);
+    }
+    expect(repo.opened).toBe(before + CAST_TYPES.size);
+    // A type not in it is refused by name.
+    expect(await refusedUnplanned(`select '1'::money`)).toMatch(/type money is not allowed/);
   });
 
   it("the group's own statements still reach PostgreSQL, once each", async () => {

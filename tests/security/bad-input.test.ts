@@ -14,7 +14,8 @@ const json = { 'content-type': 'application/json' };
 beforeAll(async () => {
   s = await startTestServer({ VCON_PLUGINS_PATH: './tests/fixtures/plugins/throws.mjs' });
   mcp = await connectHttp(s.instance.url!, 'test-key-rw');
-  const seed = await s.api('/vcons', {
+  // wait_for=search: the searches find it however long indexing takes on a loaded machine.
+  const seed = await s.api('/vcons?wait_for=search', {
     method: 'POST',
     json: {
       uuid: SEED,

@@ -153,7 +153,8 @@ export async function startGroup(name: 'a' | 'b', shared: string, extra: number,
   };
   const ownUuids = Array.from({ length: extra }, () => randomUUID());
   const docs = [documentFor(markers, shared, 0), ...ownUuids.map((u, i) => documentFor(markers, u, i + 1))];
-  const created = await api('/vcons/batch', { method: 'POST', json: docs });
+  // wait_for=search: the searches find them however long indexing takes on a loaded machine.
+  const created = await api('/vcons/batch?wait_for=search', { method: 'POST', json: docs });
   if (created.status !== 201) throw new Error(`seeding ${name}: ${created.status} ${created.text}`);
   for (const u of [shared, ...ownUuids.slice(0, taggedExtra)]) {
     for (const [k, v] of [

@@ -23,7 +23,8 @@ beforeAll(async () => {
     parties: [{ name: `Person ${i}` }],
     dialog: [{ type: 'text', encoding: 'none', body: `conversation number ${i} about quasar${i}` }],
   }));
-  expect((await s.api('/vcons/batch', { method: 'POST', json: items })).status).toBe(201);
+  // wait_for=search: the searches find them however long indexing takes on a loaded machine.
+  expect((await s.api('/vcons/batch?wait_for=search', { method: 'POST', json: items })).status).toBe(201);
 });
 afterAll(() => s?.close());
 

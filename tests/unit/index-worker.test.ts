@@ -14,7 +14,7 @@ function fakeIndexer() {
     indexRound: async (batch: number) => {
       const n = Math.min(q.queued, batch);
       q.queued -= n;
-      await new Promise((r) => setTimeout(r, ROUND_MS));
+      await new Promise((r) => setTimeout(r, ROUND_MS)); // the fake clock's: a round's length, not a wait
       if (n > 0) q.rounds.push({ at: Date.now(), n });
       const hook = q.afterRound;
       q.afterRound = undefined;

@@ -80,23 +80,35 @@ const rows = (url: string) =>
   >`select id, state, attempts, next_at, lease_until, last_status, last_error, uuid::text, kind from webhook_delivery where endpoint = ${url} order by cursor`;
 
 /**
- * Moves the clock to when the next delivery of `url` can be sent (never back) and wakes the sender:
- * the earliest due one, but not before the endpoint's throttle ends (a delivery due meanwhile waits
- * for it, as in real time). Not while an attempt is in flight: a jump past its lease would hand it
- * to another claim mid-attempt, which real time never does within the response timeout.
+ * Waits until `done` holds for the deliveries of `url`, moving the clock to when the next one can be
+ * sent whenever it does not: the earliest due one, but not before the endpoint's throttle ends (a
+ * delivery due meanwhile waits for it, as in real time). Not while an attempt is in flight: a jump
+ * past its lease would hand it to another claim mid-attempt, which real time never does within the
+ * response timeout. `done` and the move are decided on one read (one statement, one snapshot): an
+ * attempt that ended between two reads could otherwise have the clock moved past the state `done`
+ * waits for (a refused connection answers within the gap), and the deliveries run on to failed.
  */
-async function advance(clock: FakeClock, url: string, wake: () => void) {
-  const [r] = await s.instance.sql<{ t: Date | null; busy: boolean }[]>`
-    select greatest(min(d.next_at), (select e.throttled_until from webhook_endpoint e where e.url = ${url})) as t,
-           bool_or(d.lease_until is not null) as busy
-    from webhook_delivery d where d.endpoint = ${url} and d.state = 'pending'`;
-  if (!r.busy && r.t && r.t.getTime() > clock.t) clock.t = r.t.getTime();
-  wake();
-}
-
-/** Waits for `done`, moving the clock to the next due delivery whenever it does not hold yet. */
-const until = (clock: FakeClock, url: string, wake: () => void, done: () => Promise<boolean>) =>
-  waitFor(async () => (await done()) || (await advance(clock, url, wake), false), 180_000, 50, `deliveries of ${url}`);
+const until = (clock: FakeClock, url: string, wake: () => void, done: (all: Delivery[]) => boolean | Promise<boolean>) =>
+  waitFor(
+    async () => {
+      const all = await s.instance.sql<(Delivery & { throttled_until: Date | null })[]>`
+        select d.id, d.state, d.attempts, d.next_at, d.lease_until, d.last_status, d.last_error, d.uuid::text, d.kind,
+               (select e.throttled_until from webhook_endpoint e where e.url = ${url}) as throttled_until
+        from webhook_delivery d where d.endpoint = ${url} order by d.cursor`;
+      if (await done(all)) return true;
+      const pending = all.filter((d) => d.state === 'pending');
+      // Nothing in flight and nothing due before the new time: no attempt can change the rows read.
+      if (pending.length > 0 && pending.every((d) => d.lease_until === null)) {
+        const t = Math.max(Math.min(...pending.map((d) => d.next_at.getTime())), all[0].throttled_until?.getTime() ?? 0);
+        if (t > clock.t) clock.t = t;
+      }
+      wake();
+      return false;
+    },
+    180_000,
+    50,
+    `deliveries of ${url}`,
+  );
 
 /** Standard Webhooks' verifier, run as of the moment the request was sent (the clock's time then). */
 function verify(body: string, headers: Record<string, unknown>, at: number) {
@@ -140,15 +152,15 @@ describe('webhook delivery', () => {
 
     // The second attempts get no answer within the timeout: the next waits 5 min.
     const failedAt = clock.t + RETRY_SCHEDULE_MS[1];
-    await until(clock, rx.url, svc.wake, async () =>
-      (await rows(rx.url)).every((d) => d.attempts === 2 && d.lease_until === null && /no response within 10 s/.test(d.last_error ?? '')),
+    await until(clock, rx.url, svc.wake, (all) =>
+      all.every((d) => d.attempts === 2 && d.lease_until === null && /no response within 10 s/.test(d.last_error ?? '')),
     );
     for (const d of await rows(rx.url)) expect(d.next_at.getTime() - failedAt).toBe(RETRY_SCHEDULE_MS[2]);
     for (const res of rx.hanging.splice(0)) res.destroy();
 
     // The receiver is down when they come due: connection refused, then back on its port.
     await rx.stop();
-    await until(clock, rx.url, svc.wake, async () => (await rows(rx.url)).every((d) => d.attempts === 3 && d.lease_until === null));
+    await until(clock, rx.url, svc.wake, (all) => all.every((d) => d.attempts === 3 && d.lease_until === null));
     // The delivery keeps the error in full; the endpoint's last error (keyless /health shows it) names no address.
     expect((await rows(rx.url))[0].last_error).toContain(`127.0.0.1:${rx.port}`);
     expect((await svc.list())[0]).toMatchObject({
@@ -157,7 +169,7 @@ describe('webhook delivery', () => {
       last_error_at: new Date(clock.t).toISOString(),
     });
     await rx.start();
-    await until(clock, rx.url, svc.wake, async () => (await rows(rx.url)).every((d) => d.state === 'delivered'));
+    await until(clock, rx.url, svc.wake, (all) => all.every((d) => d.state === 'delivered'));
 
     // Every request, failed or not, carries a valid signature; the id is the same on every attempt
     // and each attempt has its own timestamp and signature.
@@ -231,10 +243,12 @@ describe('webhook delivery', () => {
     const later = await create();
     await svc.enable(id);
     mode = 'ok';
-    await until(clock, rx.url, svc.wake, async () => {
-      const all = await rows(rx.url);
-      return all.every((r) => r.state === 'delivered') && [during, later].every((u) => all.some((r) => r.uuid === u));
-    });
+    await until(
+      clock,
+      rx.url,
+      svc.wake,
+      (all) => all.every((r) => r.state === 'delivered') && [during, later].every((u) => all.some((r) => r.uuid === u)),
+    );
     expect(rx.received.length).toBeGreaterThan(before);
   });
 
@@ -245,7 +259,7 @@ describe('webhook delivery', () => {
     const { svc, clock } = await service([rx.url]);
     const first = await create();
     // Every attempt of the schedule fails: the delivery has failed for good.
-    await until(clock, rx.url, svc.wake, async () => (await rows(rx.url))[0]?.state === 'failed');
+    await until(clock, rx.url, svc.wake, (all) => all[0]?.state === 'failed');
     expect((await rows(rx.url))[0].attempts).toBe(RETRY_SCHEDULE_MS.length);
     expect((await svc.list())[0].state).toBe('failing');
     const failed = await svc.failed({ endpoint: endpointId(rx.url) });
@@ -260,7 +274,7 @@ describe('webhook delivery', () => {
     ok = true;
     await svc.enable(endpointId(rx.url));
     expect(await svc.replayDelivery(failed[0].id)).toBe(1);
-    await until(clock, rx.url, svc.wake, async () => (await rows(rx.url)).every((r) => r.state === 'delivered'));
+    await until(clock, rx.url, svc.wake, (all) => all.every((r) => r.state === 'delivered'));
     const ids = rx.received.filter((r) => (JSON.parse(r.body) as { data: { uuid: string } }).data.uuid === first).map((r) => r.headers['webhook-id']);
     expect(new Set(ids)).toEqual(new Set([failed[0].id]));
     expect(ids.length).toBe(RETRY_SCHEDULE_MS.length + 1);
