@@ -76,6 +76,9 @@ export function splitPool(size: number, analyze: number): PoolSplit {
   return { size, requests: size - index, index, analyze };
 }
 
+/** The most processes one group may run (VCON_REPLICAS, --replicas). */
+export const MAX_REPLICAS = 64;
+
 /** The smallest VCON_MEMORY_LIMIT: an idle group's process is ~100 MB, and one largest body costs several times its size. */
 const MIN_MEMORY_LIMIT = 256 * 1024 ** 2;
 
@@ -280,7 +283,9 @@ export const EnvSchema = z.object({
   EMBEDDINGS_DIMENSIONS: int(0, 0, 8192),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 100, 600_000),
   // How many processes serve this group (the launcher's --replicas default, the exported Deployment's replicas).
-  VCON_REPLICAS: int(1, 1, 64),
+  VCON_REPLICAS: int(1, 1, MAX_REPLICAS),
+  // Set by vcon-launch on each process of a group with several replicas: its number (0: not a replica).
+  VCON_REPLICA: int(0, 0, MAX_REPLICAS),
   STATEMENT_TIMEOUT_MS: int(30_000, 100, 3_600_000),
   // How long the change log keeps an entry (GET /changes); older ones are pruned in the background.
   CHANGES_RETENTION_HOURS: int(168, 1, 87_600),
@@ -392,6 +397,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Processes that serve this group at once (read by the launcher and export, not by the server). */
   replicas: number;
+  /** Which replica this process is (VCON_REPLICA, set by the launcher); null when it is not one of several. */
+  replica: number | null;
   /** The change log: how long an entry is kept (CHANGES_RETENTION_HOURS). */
   changes: { retentionHours: number };
   /** What the group's documents may be (docs/configuration.md "Validation modes"). */
@@ -540,6 +547,7 @@ export function parseConfig(env: EnvInput): Config {
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     replicas: e.VCON_REPLICAS,
+    replica: e.VCON_REPLICA || null,
     changes: { retentionHours: e.CHANGES_RETENTION_HOURS },
     validation: e.VCON_VALIDATION,
     webhooks: { urls: e.WEBHOOK_URLS, secret: e.WEBHOOK_SECRET, allowPrivate: e.WEBHOOK_ALLOW_PRIVATE },

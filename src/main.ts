@@ -264,7 +264,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     url,
     schema: config.db.schema,
     max: requests,
-    applicationName: applicationNameOf(config.label, config.db.schema),
+    applicationName: applicationNameOf(config.label, config.db.schema, config.replica),
     // No request may hang on a runaway statement: every statement of the pool is bounded.
     statementTimeoutMs: config.db.statementTimeoutMs,
     idleTimeoutS: config.db.idleTimeoutS,
