@@ -4,7 +4,8 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
-import { heapLimitMiB, memoryLimitOf, SECRET_VARIABLES } from '../src/config.js';
+import { heapLimitMiB, memoryLimitOf, RELOADABLE_VARIABLES, SECRET_VARIABLES } from '../src/config.js';
+import type { KeysReloaded } from '../src/main.js';
 import { packageRoot } from '../src/paths.js';
 import { isAlive } from '../src/process.js';
 import { UserError } from './errors.js';
@@ -45,9 +46,17 @@ export interface Child {
   exited: Promise<ExitInfo>;
   /** Sends SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
   stop(graceMs?: number): Promise<ExitInfo>;
-  /** Detached mode: drop the IPC channel and references so the launcher can exit. */
+  /**
+   * Hands the process new keys over IPC (the reloadable variables of `env`, nothing else) and
+   * resolves with its answer; rejects when it cannot be asked or does not answer in time.
+   */
+  reload(env: Record<string, string>): Promise<KeysReloaded>;
+  /** Detached mode: the supervisor's lifetime no longer waits for the process (the IPC channel stays, for reloads). */
   release(): void;
 }
+
+/** How long a process gets to answer a reload. */
+const RELOAD_TIMEOUT_MS = 30_000;
 
 export interface SpawnOptions {
   /** The complete environment of the child (no inheritance beyond this). */
@@ -249,8 +258,23 @@ async function awaitReady(spec: GroupSpec, proc: Proc, opts: { logFile?: string;
       await stopPid(pid, graceMs);
       return exited;
     },
+    async reload(env) {
+      if (!subprocess.connected) throw new Error('no IPC channel to the process (started by another launcher?)');
+      const keys = Object.fromEntries(RELOADABLE_VARIABLES.flatMap((k) => (env[k] === undefined ? [] : [[k, env[k]]])));
+      let timer: NodeJS.Timeout | undefined;
+      const answer = subprocess.getOneMessage({ filter: (m: unknown) => (m as { type?: string } | undefined)?.type === 'reloaded' });
+      await subprocess.sendMessage({ type: 'reload', env: keys });
+      const m = (await Promise.race([
+        answer,
+        new Promise(
+          (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${RELOAD_TIMEOUT_MS / 1000} s`)), RELOAD_TIMEOUT_MS)),
+        ),
+      ]).finally(() => clearTimeout(timer))) as ({ ok: true } & KeysReloaded) | { ok: false; error: string };
+      if (!m.ok) throw new Error(m.error);
+      return { keys: m.keys, readOnlyKeys: m.readOnlyKeys, metricsKey: m.metricsKey, sessionsClosed: m.sessionsClosed };
+    },
     release() {
-      if (subprocess.connected) subprocess.disconnect();
+      // The channel stays open for reloads; a detached process outlives its supervisor all the same.
       subprocess.unref();
     },
   };

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer, type Socket } from 'node:net';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -19,7 +19,7 @@ import { loadGroup, type GroupSpec } from './groups.js';
 import { note } from './output.js';
 import { spawnKeepingPort } from './ports.js';
 import { createRegistry } from './registry.js';
-import { createSupervisor, slotKey, type Slot } from './supervisor.js';
+import { createSupervisor, slotKey, type ReloadResult, type Slot, type Supervisor } from './supervisor.js';
 
 /** One instance to start, as the launcher prepared it (the spec is rebuilt from the env file). */
 export type SlotRequest = Pick<Slot, 'replica' | 'replicas' | 'env' | 'role' | 'analyze' | 'serverKey' | 'runAs'> & { group: string };
@@ -42,25 +42,36 @@ type Request =
       timeoutMs?: number;
       slots: SlotRequest[];
     }
-  | { type: 'stop'; keys: string[]; graceMs?: number };
+  | { type: 'stop'; keys: string[]; graceMs?: number }
+  | { type: 'reload'; groups: string[] };
 
 export type StopAnswer = { ok: true; results: { key: string; pid: number | null; outcome: 'stopped' | 'killed' | 'not running' }[] };
-type Response = { ok: true; pid: number } | { ok: true; started: StartedInstance[] } | { ok: false; errors: string[] } | StopAnswer;
+export type ReloadAnswer = { ok: true; reloads: ReloadResult[] };
+type Response = { ok: true; pid: number } | { ok: true; started: StartedInstance[] } | { ok: false; errors: string[] } | StopAnswer | ReloadAnswer;
 
 /**
- * The supervisor's socket: in the instances directory, or under the temporary directory when that
- * path is too long for a Unix socket (about 100 bytes).
+ * A supervisor's socket: `<name>.sock` in the instances directory (`supervisor` for the detached
+ * groups' one, `launcher-<pid>` for a foreground launcher's), or under the temporary directory when
+ * that path is too long for a Unix socket (about 100 bytes).
  */
-export function socketPathOf(instancesDir: string): string {
-  const inDir = path.join(instancesDir, 'supervisor.sock');
+export function socketPathOf(instancesDir: string, name = 'supervisor'): string {
+  const inDir = path.join(instancesDir, `${name}.sock`);
   if (Buffer.byteLength(inDir) < 100) return inDir;
-  return path.join(os.tmpdir(), `vcon-launch-${createHash('sha256').update(instancesDir).digest('hex').slice(0, 16)}.sock`);
+  const hash = createHash('sha256').update(instancesDir).digest('hex').slice(0, 16);
+  return path.join(os.tmpdir(), `vcon-launch-${hash}${name === 'supervisor' ? '' : `-${name}`}.sock`);
 }
 
+/** The control socket of a foreground launcher (it answers `reload` for its groups). */
+export const launcherSocketOf = (instancesDir: string, pid: number) => socketPathOf(instancesDir, `launcher-${pid}`);
+
 /** Sends one request to the directory's supervisor; undefined when none is listening. */
-export async function askSupervisor<T extends Response>(instancesDir: string, request: Request): Promise<T | undefined> {
+export const askSupervisor = <T extends Response>(instancesDir: string, request: Request): Promise<T | undefined> =>
+  askAt<T>(socketPathOf(instancesDir), request, supervisorLog(instancesDir));
+
+/** Sends one request to the supervisor listening at `sockPath`; undefined when none is. */
+export async function askAt<T extends Response>(sockPath: string, request: Request, logHint?: string): Promise<T | undefined> {
   const socket: Socket | undefined = await new Promise((resolve) => {
-    const s = createConnection(socketPathOf(instancesDir));
+    const s = createConnection(sockPath);
     s.once('connect', () => resolve(s));
     s.once('error', () => resolve(undefined));
   });
@@ -75,7 +86,7 @@ export async function askSupervisor<T extends Response>(instancesDir: string, re
     });
     socket.once('close', () => {
       if (!answered)
-        reject(new UserError(`the supervisor of ${instancesDir} closed the connection without answering; see ${supervisorLog(instancesDir)}`));
+        reject(new UserError(`the supervisor at ${sockPath} closed the connection without answering${logHint ? `; see ${logHint}` : ''}`));
     });
     socket.on('error', () => undefined);
     socket.write(JSON.stringify(request) + '\n');
@@ -119,13 +130,71 @@ export async function ensureSupervisor(instancesDir: string, launcher: LauncherE
 }
 
 /**
+ * Answers each connection's one request (a JSON line) with one JSON line; `before` runs when the
+ * request has arrived, `after` once its answer is sent.
+ */
+export function answerRequests(
+  server: Server,
+  handle: (req: Request) => Promise<Response>,
+  hooks: { before?: () => void; after?: (answer: Response) => void } = {},
+): void {
+  server.on('connection', (socket) => {
+    socket.on('error', () => undefined);
+    createInterface({ input: socket, crlfDelay: Infinity }).once('line', (line) => {
+      hooks.before?.();
+      void (async () => {
+        let answer: Response;
+        try {
+          answer = await handle(JSON.parse(line) as Request);
+        } catch (err) {
+          answer = { ok: false, errors: [(err as Error).message] };
+        }
+        socket.end(JSON.stringify(answer) + '\n');
+        hooks.after?.(answer);
+      })();
+    });
+  });
+}
+
+/**
+ * A foreground launcher's control socket: `vcon-launch reload` reaches its groups through it.
+ * Resolves with a function that closes it (and removes the file).
+ */
+export async function serveLauncherControl(
+  instancesDir: string,
+  supervisor: Pick<Supervisor, 'reload'>,
+  load: (current: GroupSpec) => GroupSpec,
+): Promise<() => void> {
+  const sockPath = launcherSocketOf(instancesDir, process.pid);
+  mkdirSync(instancesDir, { recursive: true });
+  // A file left by a launcher of this pid that was killed: nobody listens on it.
+  rmSync(sockPath, { force: true });
+  const server = createServer();
+  answerRequests(server, async (req) => {
+    if (req.type === 'ping') return { ok: true, pid: process.pid };
+    if (req.type === 'reload') return { ok: true, reloads: await supervisor.reload(req.groups, load) };
+    return { ok: false, errors: [`a foreground launcher takes no ${req.type} requests`] };
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(sockPath, () => resolve());
+  });
+  server.unref();
+  return () => {
+    server.close();
+    rmSync(sockPath, { force: true });
+  };
+}
+
+/**
  * Runs the supervisor of one instances directory until its last group is stopped. A second
  * supervisor for the same directory leaves at once.
  */
 export async function runSupervisor(instancesDir: string, launcher: LauncherEnvironment): Promise<void> {
   const sockPath = socketPathOf(instancesDir);
   const registry = createRegistry(instancesDir);
-  const specs = new Map<string, GroupSpec>();
+  // The launcher environment each group was started with: a reload reads its file the same way.
+  const launchers = new Map<string, Pick<LauncherEnvironment, 'databaseUrl' | 'roles'>>();
   let busy = 0;
   let leaving = false;
   let resolveLeft!: () => void;
@@ -155,10 +224,13 @@ export async function runSupervisor(instancesDir: string, launcher: LauncherEnvi
 
   const start = async (req: Extract<Request, { type: 'start' }>): Promise<Response> => {
     const slots: Slot[] = [];
+    // Read once per start: replicas share their group's spec; a later start reads the file again.
+    const specs = new Map<string, GroupSpec>();
     try {
       for (const r of req.slots) {
         const spec = specs.get(r.group) ?? loadGroup(r.group, req.envDir, req.launcher);
         specs.set(r.group, spec);
+        launchers.set(r.group, req.launcher);
         slots.push({ ...r, spec, logFile: path.join(instancesDir, `${slotKey({ spec, replica: r.replica, replicas: r.replicas })}.log`) });
       }
     } catch (err) {
@@ -202,26 +274,25 @@ export async function runSupervisor(instancesDir: string, launcher: LauncherEnvi
   const handle = async (req: Request): Promise<Response> => {
     if (req.type === 'ping') return { ok: true, pid: process.pid };
     if (req.type === 'stop') return { ok: true, results: await supervisor.stop(req.keys, req.graceMs) };
+    if (req.type === 'reload') {
+      const load = (current: GroupSpec) =>
+        loadGroup(current.name, path.dirname(current.envFile), launchers.get(current.name) ?? { databaseUrl: undefined });
+      return { ok: true, reloads: await supervisor.reload(req.groups, load) };
+    }
     return start(req);
   };
 
-  server.on('connection', (socket) => {
-    socket.on('error', () => undefined);
-    createInterface({ input: socket, crlfDelay: Infinity }).once('line', (line) => {
-      busy++;
-      void (async () => {
-        let answer: Response;
-        try {
-          answer = leaving ? { ok: false, errors: ['the supervisor is leaving; run the command again'] } : await handle(JSON.parse(line) as Request);
-        } catch (err) {
-          answer = { ok: false, errors: [(err as Error).message] };
-        }
-        socket.end(JSON.stringify(answer) + '\n');
+  answerRequests(
+    server,
+    (req) => (leaving ? Promise.resolve({ ok: false, errors: ['the supervisor is leaving; run the command again'] }) : handle(req)),
+    {
+      before: () => busy++,
+      after: (answer) => {
         busy--;
-        if (answer && !('pid' in answer)) leaveIfIdle();
-      })();
-    });
-  });
+        if (!('pid' in answer)) leaveIfIdle();
+      },
+    },
+  );
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -326,6 +326,21 @@ export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
   'WEBHOOK_SECRET',
 ]);
 
+/**
+ * The settings a running instance takes without a restart (`vcon-launch reload`): its keys. Every
+ * other variable is read once, at start.
+ */
+export const RELOADABLE_VARIABLES = ['API_KEYS', 'API_KEYS_READONLY', 'METRICS_KEY'] as const;
+
+/** The keys of an environment, validated as at start; throws ConfigError naming every bad one. */
+export function parseKeys(env: EnvInput): Pick<Config['auth'], 'keys' | 'readOnlyKeys'> & { metricsKey: string | undefined } {
+  const parsed = EnvSchema.pick({ API_KEYS: true, API_KEYS_READONLY: true, METRICS_KEY: true }).safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '(environment)'), message: i.message })));
+  }
+  return { keys: parsed.data.API_KEYS, readOnlyKeys: parsed.data.API_KEYS_READONLY, metricsKey: parsed.data.METRICS_KEY };
+}
+
 export interface Config {
   nodeEnv: string;
   production: boolean;
@@ -347,6 +362,7 @@ export interface Config {
     sessionsPerReadOnlyKey: number;
   };
   cors: { origins: '*' | string[] };
+  /** `keys` and `readOnlyKeys` (and `metrics.key`) are replaced whole by a reload; readers look them up on each request. */
   auth: { required: boolean; keys: string[]; readOnlyKeys: string[]; header: string };
   /** GET /metrics: METRICS_KEY, accepted there beside the group's keys. */
   metrics: { key: string | undefined };

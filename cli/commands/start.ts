@@ -1,17 +1,18 @@
 import { statSync } from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { spawnChild, type Child } from '../child.js';
 import { openDatabases } from '../database.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
 import { UserError } from '../errors.js';
-import { loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../groups.js';
+import { loadGroup, loadGroups, resolveDir, selectGroupNames, type GroupSpec } from '../groups.js';
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { commandHint, formatTable, note } from '../output.js';
 import { createCredentialStore } from '../credentials.js';
 import { packageRoot } from '../../src/paths.js';
 import { ensureGroupUser, GROUP_USERS_VARIABLE, groupUsersEnabled, installUnreachableByOthers, type RunAs } from '../os-users.js';
 import { spawnKeepingPort } from '../ports.js';
-import { askSupervisor, ensureSupervisor, type StartedInstance } from '../daemon.js';
+import { askSupervisor, ensureSupervisor, serveLauncherControl, type StartedInstance } from '../daemon.js';
 import { createRegistry, instanceKey, type Registry } from '../registry.js';
 import { prepareIdentities, type GroupIdentity } from '../roles.js';
 import { createLinePrefixer, createSupervisor, entryOf, slotKey, type Slot } from '../supervisor.js';
@@ -316,9 +317,17 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // `vcon-launch reload` from another terminal reaches these groups here.
+  const closeControl = await serveLauncherControl(registry.dir, supervisor, (current) =>
+    loadGroup(current.name, path.dirname(current.envFile), launcher),
+  ).catch((err: Error) => {
+    note(`reload will not reach these groups: ${err.message}`);
+    return () => undefined;
+  });
   note('supervising; Ctrl-C stops every group');
   await supervisor.done;
   await stopping;
+  closeControl();
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
   await databases.release();
