@@ -1,5 +1,5 @@
 // One group's vcon-server process: spawn, readiness handshake (IPC, then /health), stop.
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,6 +11,7 @@ import { isAlive } from '../src/process.js';
 import { UserError } from './errors.js';
 import type { GroupSpec } from './groups.js';
 import type { RunAs } from './os-users.js';
+import { openLogFile, type LogFile, type LogRotation } from './log-files.js';
 
 /** The compiled server entry point every child runs. */
 export function serverEntry(): string {
@@ -62,8 +63,10 @@ export interface SpawnOptions {
   /** The complete environment of the child (no inheritance beyond this). */
   env: Record<string, string>;
   detached?: boolean;
-  /** Detached children write their output here (appended). */
+  /** Detached children's output is written here (appended, through their supervisor). */
   logFile?: string;
+  /** When `logFile` is rotated (default: never). */
+  logRotation?: LogRotation;
   /** Foreground children: every output line, for prefixing. */
   onLine?: (line: string) => void;
   timeoutMs?: number;
@@ -147,15 +150,24 @@ const heapFlag = (env: Record<string, string>) =>
  */
 export const childEnvDefaults = (env: Record<string, string>): Record<string, string> => ({ MALLOC_ARENA_MAX: '2', ...env });
 
-const spawnServer = (args: string[], env: Record<string, string>, detached: boolean, output: 'pipe', runAs: RunAs | undefined) =>
+/** The descriptor a detached child finds its log file on (VCON_LOG_FALLBACK_FD), after stdin, stdout and stderr. */
+const LOG_FALLBACK_FD = 3;
+
+const spawnServer = (
+  args: string[],
+  env: Record<string, string>,
+  detached: boolean,
+  output: 'pipe' | 'ignore',
+  logFd: number | undefined,
+  runAs: RunAs | undefined,
+) =>
   execa(process.execPath, [...childNodeFlags(env), serverEntry(), ...args], {
     ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
     env: childEnvDefaults(env),
     extendEnv: false,
     ipc: true,
-    stdin: 'ignore',
-    stdout: output,
-    stderr: output,
+    // execa's types want one literal per entry; the runtime takes a file descriptor as an extra one.
+    stdio: ['ignore', output, output, ...(logFd === undefined ? [] : [logFd])] as ['ignore', 'pipe', 'pipe'],
     detached,
     // A foreground child dies with the launcher even if the launcher is SIGKILLed mid-start.
     cleanup: !detached,
@@ -171,18 +183,24 @@ interface Proc {
   onLine: ((line: string) => void) | undefined;
 }
 
-function launch(args: string[], env: Record<string, string>, opts: { detached?: boolean; logFile?: string; runAs?: RunAs }): Proc {
-  let logFd: number | undefined;
+/**
+ * Spawns a server. A detached child's output comes through pipes to this process, which appends
+ * whole lines to its log file (and rotates it); the child also gets the file's descriptor, and
+ * writes there itself if this process goes away (VCON_LOG_FALLBACK_FD).
+ */
+function launch(
+  args: string[],
+  env: Record<string, string>,
+  opts: { detached?: boolean; logFile?: string; logRotation?: LogRotation; runAs?: RunAs },
+): Proc {
+  let log: LogFile | undefined;
   if (opts.detached && opts.logFile) {
     mkdirSync(path.dirname(opts.logFile), { recursive: true });
     // The launcher's file, written through the descriptor: other groups' users cannot read it.
-    logFd = openSync(opts.logFile, 'a', 0o600);
-    chmodSync(opts.logFile, 0o600);
+    log = openLogFile(opts.logFile, opts.logRotation ?? { maxBytes: 0, keep: 1 });
   }
-  // execa's types want one literal per call; the runtime accepts a pipe, 'ignore' or a file descriptor alike.
-  const output = (logFd ?? (opts.detached ? 'ignore' : 'pipe')) as 'pipe';
-  const subprocess = spawnServer(args, env, Boolean(opts.detached), output, opts.runAs);
-  if (logFd !== undefined) closeSync(logFd);
+  const output = opts.detached && !log ? 'ignore' : 'pipe';
+  const subprocess = spawnServer(args, env, Boolean(opts.detached), output, log?.fd, opts.runAs);
   const proc: Proc = {
     subprocess,
     exited: subprocess.then(
@@ -192,14 +210,23 @@ function launch(args: string[], env: Record<string, string>, opts: { detached?: 
     tail: [],
     onLine: undefined,
   };
+  let open = 0;
   for (const stream of [subprocess.stdout, subprocess.stderr]) {
     if (!stream) continue;
-    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
+    open++;
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    lines.on('line', (line) => {
       proc.tail.push(line);
       if (proc.tail.length > 20) proc.tail.shift();
+      log?.write(`${line}\n`);
       proc.onLine?.(line);
     });
+    // The file is closed once both pipes have ended (the process is gone, its last lines written).
+    lines.once('close', () => {
+      if (--open === 0) log?.close();
+    });
   }
+  if (open === 0) log?.close();
   return proc;
 }
 
@@ -284,7 +311,10 @@ async function awaitReady(spec: GroupSpec, proc: Proc, opts: { logFile?: string;
  * Spawns `vcon-server` for one group and resolves once it has reported its port over IPC and its
  * /health answers 200. On failure the child is killed and the error names the group and the reason.
  */
-export async function spawnChild(spec: GroupSpec, opts: SpawnOptions): Promise<Child> {
+export async function spawnChild(spec: GroupSpec, spawnOpts: SpawnOptions): Promise<Child> {
+  // A detached child learns where its log file's descriptor is (it has it from launch()).
+  const opts =
+    spawnOpts.detached && spawnOpts.logFile ? { ...spawnOpts, env: { ...spawnOpts.env, VCON_LOG_FALLBACK_FD: String(LOG_FALLBACK_FD) } } : spawnOpts;
   if (!opts.runAs) {
     const proc = launch([], opts.env, opts);
     proc.onLine = opts.onLine;

@@ -10,16 +10,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { EnvSchema } from '../src/config.js';
 import { packageRoot } from '../src/paths.js';
 import { isAlive } from '../src/process.js';
 import { spawnChild, type Child } from './child.js';
 import type { LauncherEnvironment } from './environment.js';
 import { UserError } from './errors.js';
 import { loadGroup, type GroupSpec } from './groups.js';
+import { rotateOwnLog, type LogRotation } from './log-files.js';
 import { note } from './output.js';
 import { spawnKeepingPort } from './ports.js';
 import { createRegistry } from './registry.js';
-import { createSupervisor, slotKey, type ReloadResult, type Slot, type Supervisor } from './supervisor.js';
+import { createSupervisor, logRotationOf, slotKey, type ReloadResult, type Slot, type Supervisor } from './supervisor.js';
 
 /** One instance to start, as the launcher prepared it (the spec is rebuilt from the env file). */
 export type SlotRequest = Pick<Slot, 'replica' | 'replicas' | 'env' | 'role' | 'analyze' | 'serverKey' | 'runAs'> & { group: string };
@@ -239,7 +241,14 @@ export async function runSupervisor(instancesDir: string, launcher: LauncherEnvi
     const started: Child[] = [];
     const results = await Promise.allSettled(
       slots.map(async (slot) => {
-        const opts = { env: slot.env, detached: true, logFile: slot.logFile, timeoutMs: req.timeoutMs, runAs: slot.runAs };
+        const opts = {
+          env: slot.env,
+          detached: true,
+          logFile: slot.logFile,
+          logRotation: logRotationOf(slot.spec),
+          timeoutMs: req.timeoutMs,
+          runAs: slot.runAs,
+        };
         // The port this instance had last time, when it is free: the URL an operator copied stays true.
         const child = await spawnKeepingPort(slot.spec, opts, registry.lastPort(slotKey(slot)), (o) => spawnChild(slot.spec, o));
         started.push(child);
@@ -313,6 +322,12 @@ export async function runSupervisor(instancesDir: string, launcher: LauncherEnvi
   });
   if (leaving) return;
   writeFileSync(path.join(instancesDir, 'supervisor.pid'), `${process.pid}\n`);
+  // Its own log, at the defaults of VCON_LOG_MAX_SIZE and VCON_LOG_KEEP (it writes a few lines an event).
+  const ownRotation: LogRotation = {
+    maxBytes: EnvSchema.shape.VCON_LOG_MAX_SIZE.parse(undefined),
+    keep: EnvSchema.shape.VCON_LOG_KEEP.parse(undefined),
+  };
+  setInterval(() => rotateOwnLog(supervisorLog(instancesDir), ownRotation), 60_000).unref();
   note(`supervising the detached groups of ${instancesDir} (pid ${process.pid})`);
   // A launcher that died before handing over its groups leaves nobody to come: do not wait forever.
   setTimeout(leaveIfIdle, 600_000).unref();

@@ -3,6 +3,7 @@
 import { RELOADABLE_VARIABLES } from '../src/config.js';
 import { spawnChild, spawnStandby, type Child, type ExitInfo, type SpawnOptions, type Standby } from './child.js';
 import type { GroupSpec } from './groups.js';
+import type { LogRotation } from './log-files.js';
 import type { RunAs } from './os-users.js';
 import { note } from './output.js';
 import { spawnKeepingPort } from './ports.js';
@@ -73,6 +74,9 @@ export interface ReloadResult {
   /** Warnings about the group's file as it is now (no key left, ...). */
   warnings?: string[];
 }
+
+/** When a group's log file is rotated: VCON_LOG_MAX_SIZE and VCON_LOG_KEEP of its env file. */
+export const logRotationOf = (spec: GroupSpec): LogRotation => ({ maxBytes: spec.config.logs.maxBytes, keep: spec.config.logs.keep });
 
 /** The instance name of a slot: its group, or group@N for a replica (log prefixes, registry). */
 export const slotKey = (slot: Pick<Slot, 'spec' | 'replica' | 'replicas'>) =>
@@ -232,7 +236,7 @@ export function createSupervisor(
     try {
       const sb = takeStandby();
       const opts: SpawnOptions = detached
-        ? { env: slot.env, detached: true, logFile: slot.logFile, runAs: slot.runAs }
+        ? { env: slot.env, detached: true, logFile: slot.logFile, logRotation: logRotationOf(slot.spec), runAs: slot.runAs }
         : { env: slot.env, onLine: deps.prefix(slotKey(slot)), runAs: slot.runAs };
       // Back on the port it had, so the URL clients were given stays true.
       const child = await spawnKeepingPort(slot.spec, opts, deps.registry.lastPort(slotKey(slot)), (o) =>

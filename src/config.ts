@@ -259,6 +259,11 @@ export const EnvSchema = z.object({
     .string()
     .optional()
     .transform((v) => v?.trim() || 'development'),
+  // Detached groups' log files (instances/<group>.log): rotated past this size, this many kept (0: never rotated).
+  VCON_LOG_MAX_SIZE: byteSize('20mb'),
+  VCON_LOG_KEEP: int(5, 1, 100),
+  // Set by vcon-launch on detached groups: a descriptor of the group's log file, written when the supervisor's pipe closes.
+  VCON_LOG_FALLBACK_FD: int(-1, -1, 1023),
   LOG_LEVEL: z
     .string()
     .trim()
@@ -345,6 +350,12 @@ export interface Config {
   nodeEnv: string;
   production: boolean;
   logLevel: string;
+  /**
+   * The log file of a detached group (written by its supervisor): rotated past `maxBytes` (0:
+   * never), `keep` rotated files kept; `fallbackFd` is where the process itself writes its log
+   * lines once its supervisor is gone (undefined: only stderr).
+   */
+  logs: { maxBytes: number; keep: number; fallbackFd: number | undefined };
   label: string | null;
   envFile: string | undefined;
   dataDir: string;
@@ -514,6 +525,7 @@ export function parseConfig(env: EnvInput): Config {
     nodeEnv: e.NODE_ENV,
     production: e.NODE_ENV === 'production',
     logLevel: e.LOG_LEVEL,
+    logs: { maxBytes: e.VCON_LOG_MAX_SIZE, keep: e.VCON_LOG_KEEP, fallbackFd: e.VCON_LOG_FALLBACK_FD >= 0 ? e.VCON_LOG_FALLBACK_FD : undefined },
     label: e.VCON_INSTANCE_LABEL ?? null,
     envFile: e.ENV_FILE,
     dataDir: path.resolve(e.VCON_DATA_DIR ?? path.join(packageRoot, '.vcon')),

@@ -455,6 +455,9 @@ export async function runMain(): Promise<void> {
     process.exit(2);
   }
   const log = createLogger(config);
+  // Launched detached, stderr is a pipe to the supervisor: if it goes away, writes there fail with
+  // EPIPE, which must not end the process (the logger moves to the log file's descriptor).
+  if (config.logs.fallbackFd !== undefined) for (const s of [process.stdout, process.stderr]) s.on('error', () => undefined);
   let instance: Instance;
   try {
     instance = await startInstance(config, { log });
