@@ -4,7 +4,7 @@
 // last group is stopped. Launchers talk to it over a Unix socket in the instances directory.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -181,6 +181,8 @@ export async function serveLauncherControl(
     server.once('error', reject);
     server.listen(sockPath, () => resolve());
   });
+  // Only the launcher's user may ask it anything.
+  chmodSync(sockPath, 0o600);
   server.unref();
   return () => {
     server.close();

@@ -154,7 +154,7 @@ describe('migrate --all --status', () => {
     for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(100);
     expect(lines).toEqual([
       expect.stringMatching(/^fg {5}up to date \(\d+ migrations\)$/),
-      expect.stringMatching(/^fresh {2}\d+ pending: 0001_schema, 0002_party_identifier_indexes, 0003_change_log, 0004_webhooks/),
+      expect.stringMatching(/^fresh {2}\d+ pending: 0001_schema, 0002_party_identifier_indexes, /),
       expect.stringMatching(/^logs {3}up to date \(\d+ migrations\)$/),
       expect.stringMatching(/^rep {4}up to date \(\d+ migrations\)$/),
     ]);
