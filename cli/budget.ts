@@ -3,7 +3,7 @@
 // server's limits and who holds its connections now, keeps a reserve for operators, migrations and
 // `provision`, subtracts what other clients hold and what running groups were handed, and gives each
 // group a pool size so the sum fits; explicit DB_POOL_MAX values are honoured or refused clearly.
-import { DEFAULT_ANALYZE_CONNECTIONS, DEFAULT_POOL_MAX, PGBOUNCER_POOL_MAX, type PoolSplit } from '../src/config.js';
+import { DEFAULT_ANALYZE_CONNECTIONS, DEFAULT_POOL_MAX, MAX_REPLICAS, PGBOUNCER_POOL_MAX, type PoolSplit } from '../src/config.js';
 import { EMBEDDED_MAX_CONNECTIONS } from '../src/db/embedded.js';
 import { analyzeApplicationNameOf, applicationNameOf, readServerSnapshot, type ServerSnapshot } from '../src/db/server-limits.js';
 import { UserError } from './errors.js';
@@ -103,9 +103,13 @@ export interface ServerBudget {
 /** The database name in a user@host:port/db label (what pg_stat_activity calls datname). */
 const databaseNameOf = (label: string) => (label === 'embedded' ? 'postgres' : label.slice(label.lastIndexOf('/') + 1));
 
-/** How an instance of this label and schema on this database shows in pg_stat_activity: its pool and its analyze calls. */
+/**
+ * How a group of this label and schema on this database shows in pg_stat_activity: its pool (each
+ * replica's, `@N`, whatever number of them runs) and its analyze calls.
+ */
 const ownedBy = (database: string, label: string | null, schema: string): Owned[] => [
   { database, application: applicationNameOf(label, schema) },
+  ...Array.from({ length: MAX_REPLICAS }, (_, i) => ({ database, application: applicationNameOf(label, schema, i + 1) })),
   { database, application: analyzeApplicationNameOf(label, schema) },
 ];
 

@@ -1,15 +1,17 @@
 // One group's vcon-server process: spawn, readiness handshake (IPC, then /health), stop.
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
-import { heapLimitMiB, memoryLimitOf, SECRET_VARIABLES } from '../src/config.js';
+import { heapLimitMiB, memoryLimitOf, RELOADABLE_VARIABLES, SECRET_VARIABLES } from '../src/config.js';
+import type { KeysReloaded } from '../src/main.js';
 import { packageRoot } from '../src/paths.js';
 import { isAlive } from '../src/process.js';
 import { UserError } from './errors.js';
 import type { GroupSpec } from './groups.js';
 import type { RunAs } from './os-users.js';
+import { openLogFile, type LogFile, type LogRotation } from './log-files.js';
 
 /** The compiled server entry point every child runs. */
 export function serverEntry(): string {
@@ -49,16 +51,26 @@ export interface Child {
   exited: Promise<ExitInfo>;
   /** Sends SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
   stop(graceMs?: number): Promise<ExitInfo>;
-  /** Detached mode: drop the IPC channel and references so the launcher can exit. */
+  /**
+   * Hands the process new keys over IPC (the reloadable variables of `env`, nothing else) and
+   * resolves with its answer; rejects when it cannot be asked or does not answer in time.
+   */
+  reload(env: Record<string, string>): Promise<KeysReloaded>;
+  /** Detached mode: the supervisor's lifetime no longer waits for the process (the IPC channel stays, for reloads). */
   release(): void;
 }
+
+/** How long a process gets to answer a reload. */
+const RELOAD_TIMEOUT_MS = 30_000;
 
 export interface SpawnOptions {
   /** The complete environment of the child (no inheritance beyond this). */
   env: Record<string, string>;
   detached?: boolean;
-  /** Detached children write their output here (appended). */
+  /** Detached children's output is written here (appended, through their supervisor). */
   logFile?: string;
+  /** When `logFile` is rotated (default: never). */
+  logRotation?: LogRotation;
   /** Foreground children: every output line, for prefixing. */
   onLine?: (line: string) => void;
   timeoutMs?: number;
@@ -142,15 +154,24 @@ const heapFlag = (env: Record<string, string>) =>
  */
 export const childEnvDefaults = (env: Record<string, string>): Record<string, string> => ({ MALLOC_ARENA_MAX: '2', ...env });
 
-const spawnServer = (args: string[], env: Record<string, string>, detached: boolean, output: 'pipe', runAs: RunAs | undefined) =>
+/** The descriptor a detached child finds its log file on (VCON_LOG_FALLBACK_FD), after stdin, stdout and stderr. */
+const LOG_FALLBACK_FD = 3;
+
+const spawnServer = (
+  args: string[],
+  env: Record<string, string>,
+  detached: boolean,
+  output: 'pipe' | 'ignore',
+  logFd: number | undefined,
+  runAs: RunAs | undefined,
+) =>
   execa(process.execPath, [...childNodeFlags(env), serverEntry(), ...args], {
     ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
     env: childEnvDefaults(env),
     extendEnv: false,
     ipc: true,
-    stdin: 'ignore',
-    stdout: output,
-    stderr: output,
+    // execa's types want one literal per entry; the runtime takes a file descriptor as an extra one.
+    stdio: ['ignore', output, output, ...(logFd === undefined ? [] : [logFd])] as ['ignore', 'pipe', 'pipe'],
     detached,
     // A foreground child dies with the launcher even if the launcher is SIGKILLed mid-start.
     cleanup: !detached,
@@ -166,18 +187,24 @@ interface Proc {
   onLine: ((line: string) => void) | undefined;
 }
 
-function launch(args: string[], env: Record<string, string>, opts: { detached?: boolean; logFile?: string; runAs?: RunAs }): Proc {
-  let logFd: number | undefined;
+/**
+ * Spawns a server. A detached child's output comes through pipes to this process, which appends
+ * whole lines to its log file (and rotates it); the child also gets the file's descriptor, and
+ * writes there itself if this process goes away (VCON_LOG_FALLBACK_FD).
+ */
+function launch(
+  args: string[],
+  env: Record<string, string>,
+  opts: { detached?: boolean; logFile?: string; logRotation?: LogRotation; runAs?: RunAs },
+): Proc {
+  let log: LogFile | undefined;
   if (opts.detached && opts.logFile) {
     mkdirSync(path.dirname(opts.logFile), { recursive: true });
     // The launcher's file, written through the descriptor: other groups' users cannot read it.
-    logFd = openSync(opts.logFile, 'a', 0o600);
-    chmodSync(opts.logFile, 0o600);
+    log = openLogFile(opts.logFile, opts.logRotation ?? { maxBytes: 0, keep: 1 });
   }
-  // execa's types want one literal per call; the runtime accepts a pipe, 'ignore' or a file descriptor alike.
-  const output = (logFd ?? (opts.detached ? 'ignore' : 'pipe')) as 'pipe';
-  const subprocess = spawnServer(args, env, Boolean(opts.detached), output, opts.runAs);
-  if (logFd !== undefined) closeSync(logFd);
+  const output = opts.detached && !log ? 'ignore' : 'pipe';
+  const subprocess = spawnServer(args, env, Boolean(opts.detached), output, log?.fd, opts.runAs);
   const proc: Proc = {
     subprocess,
     exited: subprocess.then(
@@ -187,14 +214,23 @@ function launch(args: string[], env: Record<string, string>, opts: { detached?: 
     tail: [],
     onLine: undefined,
   };
+  let open = 0;
   for (const stream of [subprocess.stdout, subprocess.stderr]) {
     if (!stream) continue;
-    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
+    open++;
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    lines.on('line', (line) => {
       proc.tail.push(line);
       if (proc.tail.length > 20) proc.tail.shift();
+      log?.write(`${line}\n`);
       proc.onLine?.(line);
     });
+    // The file is closed once both pipes have ended (the process is gone, its last lines written).
+    lines.once('close', () => {
+      if (--open === 0) log?.close();
+    });
   }
+  if (open === 0) log?.close();
   return proc;
 }
 
@@ -254,8 +290,23 @@ async function awaitReady(spec: GroupSpec, proc: Proc, opts: { logFile?: string;
       await stopPid(pid, graceMs);
       return exited;
     },
+    async reload(env) {
+      if (!subprocess.connected) throw new Error('no IPC channel to the process (started by another launcher?)');
+      const keys = Object.fromEntries(RELOADABLE_VARIABLES.flatMap((k) => (env[k] === undefined ? [] : [[k, env[k]]])));
+      let timer: NodeJS.Timeout | undefined;
+      const answer = subprocess.getOneMessage({ filter: (m: unknown) => (m as { type?: string } | undefined)?.type === 'reloaded' });
+      await subprocess.sendMessage({ type: 'reload', env: keys });
+      const m = (await Promise.race([
+        answer,
+        new Promise(
+          (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${RELOAD_TIMEOUT_MS / 1000} s`)), RELOAD_TIMEOUT_MS)),
+        ),
+      ]).finally(() => clearTimeout(timer))) as ({ ok: true } & KeysReloaded) | { ok: false; error: string };
+      if (!m.ok) throw new Error(m.error);
+      return { keys: m.keys, readOnlyKeys: m.readOnlyKeys, metricsKey: m.metricsKey, sessionsClosed: m.sessionsClosed };
+    },
     release() {
-      if (subprocess.connected) subprocess.disconnect();
+      // The channel stays open for reloads; a detached process outlives its supervisor all the same.
       subprocess.unref();
     },
   };
@@ -265,7 +316,10 @@ async function awaitReady(spec: GroupSpec, proc: Proc, opts: { logFile?: string;
  * Spawns `vcon-server` for one group and resolves once it has reported its port over IPC and its
  * /health answers 200. On failure the child is killed and the error names the group and the reason.
  */
-export async function spawnChild(spec: GroupSpec, opts: SpawnOptions): Promise<Child> {
+export async function spawnChild(spec: GroupSpec, spawnOpts: SpawnOptions): Promise<Child> {
+  // A detached child learns where its log file's descriptor is (it has it from launch()).
+  const opts =
+    spawnOpts.detached && spawnOpts.logFile ? { ...spawnOpts, env: { ...spawnOpts.env, VCON_LOG_FALLBACK_FD: String(LOG_FALLBACK_FD) } } : spawnOpts;
   if (!opts.runAs) {
     const proc = launch([], opts.env, opts);
     proc.onLine = opts.onLine;

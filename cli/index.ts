@@ -13,6 +13,7 @@ import { registerProvision } from './commands/provision.js';
 import { registerImport } from './commands/import.js';
 import { registerCheck } from './commands/check.js';
 import { registerRotate } from './commands/rotate.js';
+import { registerReload } from './commands/reload.js';
 import { registerExport } from './commands/export.js';
 import { registerRemove } from './commands/remove.js';
 import { runSupervisor } from './daemon.js';
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerImport(program);
   registerCheck(program);
   registerRotate(program);
+  registerReload(program);
   registerExport(program);
   registerRemove(program);
   program

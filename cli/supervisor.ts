@@ -1,7 +1,9 @@
 // The foreground supervisor: prefixes children's log lines, restarts crashed children with
 // backoff, keeps the registry current, and stops everything on request.
+import { RELOADABLE_VARIABLES } from '../src/config.js';
 import { spawnChild, spawnStandby, type Child, type ExitInfo, type SpawnOptions, type Standby } from './child.js';
 import type { GroupSpec } from './groups.js';
+import type { LogRotation } from './log-files.js';
 import type { RunAs } from './os-users.js';
 import { note } from './output.js';
 import { spawnKeepingPort } from './ports.js';
@@ -50,7 +52,31 @@ export interface Supervisor {
   /** Stops these instances for good (no restart), cancelling pending restarts; forgets crashed ones. */
   stop(keys: string[], graceMs?: number): Promise<{ key: string; pid: number | null; outcome: 'stopped' | 'killed' | 'not running' }[]>;
   stopAll(): Promise<void>;
+  /**
+   * Re-reads the named groups' env files (`load` gives the group's spec from its file now) and hands
+   * each running instance the keys that changed, without a restart; a crash restart takes them too.
+   * Other changed variables are only reported: they need a restart.
+   */
+  reload(groups: string[], load: (current: GroupSpec) => GroupSpec): Promise<ReloadResult[]>;
 }
+
+/** What `reload` did to one instance. */
+export interface ReloadResult {
+  /** The instance (group, or group@N). */
+  key: string;
+  pid: number | null;
+  /** Key variables the instance took (names only). */
+  reloaded: string[];
+  /** Other variables that differ from what the instance started with: they apply at its next start. */
+  restart: string[];
+  /** Why the instance did not take the keys (its file is invalid, it did not answer, ...). */
+  error?: string;
+  /** Warnings about the group's file as it is now (no key left, ...). */
+  warnings?: string[];
+}
+
+/** When a group's log file is rotated: VCON_LOG_MAX_SIZE and VCON_LOG_KEEP of its env file. */
+export const logRotationOf = (spec: GroupSpec): LogRotation => ({ maxBytes: spec.config.logs.maxBytes, keep: spec.config.logs.keep });
 
 /** The instance name of a slot: its group, or group@N for a replica (log prefixes, registry). */
 export const slotKey = (slot: Pick<Slot, 'spec' | 'replica' | 'replicas'>) =>
@@ -210,7 +236,7 @@ export function createSupervisor(
     try {
       const sb = takeStandby();
       const opts: SpawnOptions = detached
-        ? { env: slot.env, detached: true, logFile: slot.logFile, runAs: slot.runAs }
+        ? { env: slot.env, detached: true, logFile: slot.logFile, logRotation: logRotationOf(slot.spec), runAs: slot.runAs }
         : { env: slot.env, onLine: deps.prefix(slotKey(slot)), runAs: slot.runAs };
       // Back on the port it had, so the URL clients were given stays true.
       const child = await spawnKeepingPort(slot.spec, opts, deps.registry.lastPort(slotKey(slot)), (o) =>
@@ -269,9 +295,47 @@ export function createSupervisor(
     return { key: slotKey(slot), pid: child?.pid ?? null, outcome };
   };
 
+  const reloadable = new Set<string>(RELOADABLE_VARIABLES);
+  const reload = async (group: string, load: (current: GroupSpec) => GroupSpec): Promise<ReloadResult[]> => {
+    const slots = [...pending].filter((s) => s.spec.name === group).sort((a, b) => a.replica - b.replica);
+    if (!slots.length) return [];
+    const base = (s: Slot) => ({ key: slotKey(s), pid: s.child?.pid ?? null, reloaded: [] as string[], restart: [] as string[] });
+    let fresh: GroupSpec;
+    try {
+      fresh = load(slots[0].spec);
+    } catch (err) {
+      return slots.map((s) => ({ ...base(s), error: (err as Error).message }));
+    }
+    // What the file says now against what the instances started with (their keys: as last reloaded).
+    const started = slots[0].spec.env;
+    const names = [...new Set([...Object.keys(started), ...Object.keys(fresh.env)])].sort();
+    const restart = names.filter((k) => !reloadable.has(k) && started[k] !== fresh.env[k]);
+    return Promise.all(
+      slots.map(async (s): Promise<ReloadResult> => {
+        const changed = RELOADABLE_VARIABLES.filter((k) => s.env[k] !== fresh.env[k]);
+        const out: ReloadResult = { ...base(s), restart, ...(fresh.warnings.length ? { warnings: fresh.warnings } : {}) };
+        if (!changed.length) return out;
+        try {
+          // A process between a crash and its restart has none to ask: the restart reads slot.env.
+          if (s.child) await s.child.reload(fresh.env);
+        } catch (err) {
+          return { ...out, error: `did not take the keys: ${(err as Error).message}` };
+        }
+        for (const k of changed) {
+          if (fresh.env[k] === undefined) delete s.env[k];
+          else s.env[k] = fresh.env[k];
+        }
+        return { ...out, reloaded: changed };
+      }),
+    );
+  };
+
   return {
     done,
     add,
+    async reload(groups, load) {
+      return (await Promise.all(groups.map((g) => reload(g, load)))).flat();
+    },
     keys: () => [...pending].map(slotKey),
     async stop(keys, graceMs) {
       const chosen = [...pending].filter((s) => keys.includes(slotKey(s)));

@@ -76,6 +76,9 @@ export function splitPool(size: number, analyze: number): PoolSplit {
   return { size, requests: size - index, index, analyze };
 }
 
+/** The most processes one group may run (VCON_REPLICAS, --replicas). */
+export const MAX_REPLICAS = 64;
+
 /** The smallest VCON_MEMORY_LIMIT: an idle group's process is ~100 MB, and one largest body costs several times its size. */
 const MIN_MEMORY_LIMIT = 256 * 1024 ** 2;
 
@@ -257,6 +260,11 @@ export const EnvSchema = z.object({
     .string()
     .optional()
     .transform((v) => v?.trim() || 'development'),
+  // Detached groups' log files (instances/<group>.log): rotated past this size, this many kept (0: never rotated).
+  VCON_LOG_MAX_SIZE: byteSize('20mb'),
+  VCON_LOG_KEEP: int(5, 1, 100),
+  // Set by vcon-launch on detached groups: a descriptor of the group's log file, written when the supervisor's pipe closes.
+  VCON_LOG_FALLBACK_FD: int(-1, -1, 1023),
   LOG_LEVEL: z
     .string()
     .trim()
@@ -281,7 +289,9 @@ export const EnvSchema = z.object({
   EMBEDDINGS_DIMENSIONS: int(0, 0, 8192),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 100, 600_000),
   // How many processes serve this group (the launcher's --replicas default, the exported Deployment's replicas).
-  VCON_REPLICAS: int(1, 1, 64),
+  VCON_REPLICAS: int(1, 1, MAX_REPLICAS),
+  // Set by vcon-launch on each process of a group with several replicas: its number (0: not a replica).
+  VCON_REPLICA: int(0, 0, MAX_REPLICAS),
   STATEMENT_TIMEOUT_MS: int(30_000, 100, 3_600_000),
   // How long the change log keeps an entry (GET /changes); older ones are pruned in the background.
   CHANGES_RETENTION_HOURS: int(168, 1, 87_600),
@@ -322,10 +332,31 @@ export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
   'WEBHOOK_SECRET',
 ]);
 
+/**
+ * The settings a running instance takes without a restart (`vcon-launch reload`): its keys. Every
+ * other variable is read once, at start.
+ */
+export const RELOADABLE_VARIABLES = ['API_KEYS', 'API_KEYS_READONLY', 'METRICS_KEY'] as const;
+
+/** The keys of an environment, validated as at start; throws ConfigError naming every bad one. */
+export function parseKeys(env: EnvInput): Pick<Config['auth'], 'keys' | 'readOnlyKeys'> & { metricsKey: string | undefined } {
+  const parsed = EnvSchema.pick({ API_KEYS: true, API_KEYS_READONLY: true, METRICS_KEY: true }).safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '(environment)'), message: i.message })));
+  }
+  return { keys: parsed.data.API_KEYS, readOnlyKeys: parsed.data.API_KEYS_READONLY, metricsKey: parsed.data.METRICS_KEY };
+}
+
 export interface Config {
   nodeEnv: string;
   production: boolean;
   logLevel: string;
+  /**
+   * The log file of a detached group (written by its supervisor): rotated past `maxBytes` (0:
+   * never), `keep` rotated files kept; `fallbackFd` is where the process itself writes its log
+   * lines once its supervisor is gone (undefined: only stderr).
+   */
+  logs: { maxBytes: number; keep: number; fallbackFd: number | undefined };
   label: string | null;
   envFile: string | undefined;
   dataDir: string;
@@ -345,6 +376,7 @@ export interface Config {
     maxSubscriptions: number;
   };
   cors: { origins: '*' | string[] };
+  /** `keys` and `readOnlyKeys` (and `metrics.key`) are replaced whole by a reload; readers look them up on each request. */
   auth: { required: boolean; keys: string[]; readOnlyKeys: string[]; header: string };
   /** GET /metrics: METRICS_KEY, accepted there beside the group's keys. */
   metrics: { key: string | undefined };
@@ -395,6 +427,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Processes that serve this group at once (read by the launcher and export, not by the server). */
   replicas: number;
+  /** Which replica this process is (VCON_REPLICA, set by the launcher); null when it is not one of several. */
+  replica: number | null;
   /** The change log: how long an entry is kept (CHANGES_RETENTION_HOURS). */
   changes: { retentionHours: number };
   /** What the group's documents may be (docs/configuration.md "Validation modes"). */
@@ -494,6 +528,7 @@ export function parseConfig(env: EnvInput): Config {
     nodeEnv: e.NODE_ENV,
     production: e.NODE_ENV === 'production',
     logLevel: e.LOG_LEVEL,
+    logs: { maxBytes: e.VCON_LOG_MAX_SIZE, keep: e.VCON_LOG_KEEP, fallbackFd: e.VCON_LOG_FALLBACK_FD >= 0 ? e.VCON_LOG_FALLBACK_FD : undefined },
     label: e.VCON_INSTANCE_LABEL ?? null,
     envFile: e.ENV_FILE,
     dataDir: path.resolve(e.VCON_DATA_DIR ?? path.join(packageRoot, '.vcon')),
@@ -544,6 +579,7 @@ export function parseConfig(env: EnvInput): Config {
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     replicas: e.VCON_REPLICAS,
+    replica: e.VCON_REPLICA || null,
     changes: { retentionHours: e.CHANGES_RETENTION_HOURS },
     validation: e.VCON_VALIDATION,
     webhooks: { urls: e.WEBHOOK_URLS, secret: e.WEBHOOK_SECRET, allowPrivate: e.WEBHOOK_ALLOW_PRIVATE },

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, parseKeys, type Config, type EnvInput } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { getBuildInfo } from './version.js';
 import { createSql, type Sql, type SqlOptions } from './db/client.js';
@@ -44,6 +44,8 @@ import { createSendTimeout } from './http/send-timeout.js';
 import { createMetrics } from './services/metrics.js';
 import express, { type Express, type RequestHandler } from 'express';
 import type { McpHttp, McpHttpOptions } from './mcp/http.js';
+import { keyIdOf } from './transport/auth.js';
+import type { Scope } from './services/context.js';
 
 export interface Instance {
   config: Config;
@@ -56,7 +58,17 @@ export interface Instance {
   mcp?: McpHttp;
   port?: number;
   url?: string;
+  /** Takes new keys (API_KEYS, API_KEYS_READONLY, METRICS_KEY) without a restart; ConfigError when one is invalid. */
+  reloadKeys(env: EnvInput): Promise<KeysReloaded>;
   stop(): Promise<void>;
+}
+
+/** What a key reload left: how many keys of each kind, and the MCP sessions it closed. */
+export interface KeysReloaded {
+  keys: number;
+  readOnlyKeys: number;
+  metricsKey: boolean;
+  sessionsClosed: number;
 }
 
 /** Wires the services of one instance over a pinned pool. Exported for tests and tools. */
@@ -236,6 +248,7 @@ function lazyMcpHttp(opts: McpHttpOptions): McpHttp {
       });
     },
     stats: () => loaded?.stats() ?? { sessions: 0, read: 0, write: 0, subscriptions: 0 },
+    revoke: async (keep) => (loaded ? loaded.revoke(keep) : 0),
     async close() {
       closed = true;
       await loaded?.close();
@@ -266,7 +279,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     url,
     schema: config.db.schema,
     max: requests,
-    applicationName: applicationNameOf(config.label, config.db.schema),
+    applicationName: applicationNameOf(config.label, config.db.schema, config.replica),
     // No request may hang on a runaway statement: every statement of the pool is bounded.
     statementTimeoutMs: config.db.statementTimeoutMs,
     idleTimeoutS: config.db.idleTimeoutS,
@@ -274,6 +287,25 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
   };
   const sql = createSql(poolOptions);
   let services: Services | undefined;
+  let mcpHttp: McpHttp | undefined;
+  // Every reader of the keys (REST and MCP auth, /metrics) looks them up in config.auth on each
+  // request, so replacing the lists is the reload; sessions opened with a key that is gone (or now
+  // gives another scope) are closed rather than left to run on.
+  const reloadKeys = async (env: EnvInput): Promise<KeysReloaded> => {
+    const next = parseKeys(env);
+    config.auth.keys = next.keys;
+    config.auth.readOnlyKeys = next.readOnlyKeys;
+    config.metrics.key = next.metricsKey;
+    // A key in both lists is read-only, as auth decides.
+    const scopes = new Map<string, Scope>([
+      ...next.keys.map((k) => [keyIdOf(k), 'write'] as const),
+      ...next.readOnlyKeys.map((k) => [keyIdOf(k), 'read'] as const),
+    ]);
+    const sessionsClosed = (await mcpHttp?.revoke((s) => !config.auth.required || scopes.get(s.keyId ?? '') === s.scope)) ?? 0;
+    const out = { keys: next.keys.length, readOnlyKeys: next.readOnlyKeys.length, metricsKey: next.metricsKey !== undefined, sessionsClosed };
+    log.info({ keys: out.keys, read_only_keys: out.readOnlyKeys, metrics_key: out.metricsKey, sessions_closed: sessionsClosed }, 'keys reloaded');
+    return out;
+  };
   const cleanup = async () => {
     // Background work first: it would otherwise run on into a closed pool.
     await services?.stop();
@@ -307,7 +339,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       }
     }
     if (config.mcp.transport !== 'http') {
-      return { config, log, sql, services, stop: cleanup };
+      return { config, log, sql, services, reloadKeys, stop: cleanup };
     }
     const buildInfo = getBuildInfo();
     const mcp = lazyMcpHttp({
@@ -320,6 +352,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
       validation: config.validation,
       maxSubscriptions: config.mcp.maxSubscriptions,
     });
+    mcpHttp = mcp;
     const metrics = createMetrics({ services, mcp: () => mcp.stats() });
     const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount, metrics });
     const server = await new Promise<Server>((resolve, reject) => {
@@ -362,7 +395,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
         await cleanup();
         log.info('stopped');
       })());
-    return { config, log, sql, services, server, mcp, port, url: baseUrl, stop };
+    return { config, log, sql, services, server, mcp, port, url: baseUrl, reloadKeys, stop };
   } catch (err) {
     await cleanup();
     throw err;
@@ -397,6 +430,23 @@ function waitForStart(): Promise<Record<string, string | undefined>> {
   });
 }
 
+/**
+ * `{type: 'reload', env}` from the launcher's supervisor (`vcon-launch reload`): the instance takes
+ * the keys of `env` and answers `{type: 'reloaded', ok, ...}`. Nothing else of `env` is read.
+ */
+function listenForReloads(instance: Instance): void {
+  // The supervisor may be gone by the time the answer is ready: a closed channel is not an error here.
+  const answer = (msg: object) => process.send?.(msg, undefined, undefined, () => undefined);
+  process.on('message', (m: unknown) => {
+    const msg = m as { type?: string; env?: EnvInput } | null;
+    if (msg?.type !== 'reload' || !msg.env) return;
+    instance.reloadKeys(msg.env).then(
+      (r) => answer({ type: 'reloaded', ok: true, ...r }),
+      (err: Error) => answer({ type: 'reloaded', ok: false, error: err.message }),
+    );
+  });
+}
+
 /** The bin: load config, start, report readiness over IPC, stop gracefully on signals. */
 export async function runMain(): Promise<void> {
   const standbyEnv = process.argv.includes('--standby') && process.send ? await waitForStart() : undefined;
@@ -408,6 +458,9 @@ export async function runMain(): Promise<void> {
     process.exit(2);
   }
   const log = createLogger(config);
+  // Launched detached, stderr is a pipe to the supervisor: if it goes away, writes there fail with
+  // EPIPE, which must not end the process (the logger moves to the log file's descriptor).
+  if (config.logs.fallbackFd !== undefined) for (const s of [process.stdout, process.stderr]) s.on('error', () => undefined);
   let instance: Instance;
   try {
     instance = await startInstance(config, { log });
@@ -430,6 +483,7 @@ export async function runMain(): Promise<void> {
       uid: process.getuid?.() ?? null,
     });
   }
+  if (process.send) listenForReloads(instance);
   const onSignal = (signal: NodeJS.Signals) => {
     log.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), config.shutdownTimeoutMs + 5_000);

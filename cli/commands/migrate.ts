@@ -115,28 +115,83 @@ async function groupUrlOf(
   );
 }
 
-/** Formats migrate results as a table. */
+/** Formats migrate results as a table (applying), or one line per group (`--status`). */
 export function formatMigrate(results: MigrateResult[], opts: { status?: boolean }): string {
-  const header = opts.status
-    ? ['GROUP', 'SCHEMA', 'DATABASE', 'APPLIED', 'PENDING']
-    : ['GROUP', 'SCHEMA', 'DATABASE', 'APPLIED NOW', 'PENDING', 'ROLE'];
+  if (opts.status) return formatMigrateStatus(results);
   return formatTable(
-    header,
+    ['GROUP', 'SCHEMA', 'DATABASE', 'APPLIED NOW', 'PENDING', 'ROLE'],
     results.map((r) => {
-      if (r.error) return [r.group, r.schema, r.database, `error: ${r.error}`, '?', ...(opts.status ? [] : ['?'])];
+      if (r.error) return [r.group, r.schema, r.database, `error: ${r.error}`, '?', '?'];
       const pending = r.status?.pending.map((p) => p.name).join(', ') || 'none';
-      const applied = opts.status ? r.status?.applied.map((a) => a.name).join(', ') || 'none' : r.applied.join(', ') || 'none (up to date)';
-      return [r.group, r.schema, r.database, applied, pending, ...(opts.status ? [] : [r.role ?? '?'])];
+      return [r.group, r.schema, r.database, r.applied.join(', ') || 'none (up to date)', pending, r.role ?? '?'];
     }),
   );
 }
 
+/** Columns `migrate --status` keeps to: a terminal's width, with room to spare. */
+export const STATUS_WIDTH = 100;
+
+/** Words of `text` in lines of at most `width` characters (a longer word stands alone). */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (line && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  return line ? [...lines, line] : lines;
+}
+
+/** "n pending: a, b, and 3 more": as many names as fit in `width`. */
+function pendingText(names: string[], width: number): string {
+  const head = `${names.length} pending: `;
+  for (let shown = names.length; shown > 0; shown--) {
+    const rest = names.length - shown;
+    const text = `${head}${names.slice(0, shown).join(', ')}${rest ? `, and ${rest} more (see --json)` : ''}`;
+    if (text.length <= width) return text;
+  }
+  return `${head}${names.length} migrations (see --json)`;
+}
+
+/**
+ * `migrate --status` for people: one short line per group (up to date, what is pending, or the
+ * error, wrapped), never wider than STATUS_WIDTH. `--json` has every migration with its time.
+ */
+export function formatMigrateStatus(results: MigrateResult[]): string {
+  // Names longer than 24 characters get a line of their own rather than widening the column.
+  const nameWidth = Math.max(1, ...results.map((r) => r.group.length).filter((n) => n <= 24));
+  const room = STATUS_WIDTH - nameWidth - 2;
+  const lines: string[] = [];
+  for (const r of results) {
+    const name = r.group.padEnd(nameWidth);
+    let text: string[];
+    if (r.error) text = wrap(`error: ${r.error}`, room);
+    else if (!r.status?.pending.length) text = [`up to date (${r.status?.applied.length ?? 0} migrations)`];
+    else
+      text = [
+        pendingText(
+          r.status.pending.map((p) => p.name),
+          room,
+        ),
+      ];
+    if (r.group.length > nameWidth) lines.push(r.group);
+    lines.push(`${r.group.length > nameWidth ? ' '.repeat(nameWidth) : name}  ${text[0]}`);
+    for (const more of text.slice(1)) lines.push(`${' '.repeat(nameWidth)}  ${more}`);
+  }
+  return lines.join('\n');
+}
+
 /** Selects, loads and migrates groups; resolves with the exit code. */
-export async function runMigrate(opts: GroupFlags & { status?: boolean; instancesDir: string }, launcher: LauncherEnvironment): Promise<number> {
+export async function runMigrate(
+  opts: GroupFlags & { status?: boolean; json?: boolean; instancesDir: string },
+  launcher: LauncherEnvironment,
+): Promise<number> {
   const envDir = resolveDir(opts.envDir);
   const specs = loadGroups(selectGroupNames(opts, envDir), envDir, launcher);
   const results = await migrateGroups(specs, { ...opts, launcher });
-  process.stdout.write(formatMigrate(results, opts) + '\n');
+  process.stdout.write((opts.json ? JSON.stringify(results, null, 2) : formatMigrate(results, opts)) + '\n');
   return results.some((r) => r.error) ? 1 : 0;
 }
 
@@ -145,10 +200,11 @@ export function registerMigrate(program: Command): void {
   const cmd = program
     .command('migrate')
     .description("apply pending migrations to each group schema and (re)make each group's role, without starting servers")
-    .option('--status', 'only list applied and pending migrations per group');
+    .option('--status', 'only say per group whether it is up to date or what is pending')
+    .option('--json', 'print every group with its applied migrations (and when) and its pending ones, as JSON');
   addGroupFlags(cmd);
   addInstancesDirFlag(cmd);
-  cmd.action(async (opts: GroupFlags & { status?: boolean; instancesDir: string }) => {
+  cmd.action(async (opts: GroupFlags & { status?: boolean; json?: boolean; instancesDir: string }) => {
     process.exitCode = await runMigrate(opts, readLauncherEnvironment());
   });
 }

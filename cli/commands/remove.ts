@@ -33,8 +33,11 @@ function launcherFilesOf(group: string, instancesDir: string): string[] {
   } catch {
     /* no registry yet */
   }
-  // group.json/.port/.log, and group@N.* for each replica (`@` is not allowed in group names).
-  const mine = names.filter((f) => /\.(json|port|log)$/.test(f) && (f.slice(0, f.lastIndexOf('.')) === group || f.startsWith(`${group}@`)));
+  // group.json/.port/.log and its rotated logs (.log.N), and group@N.* for each replica (`@` is not allowed in group names).
+  const mine = names.filter((f) => {
+    const base = /^(.*)\.(?:json|port|log|log\.\d+)$/.exec(f)?.[1];
+    return base !== undefined && (base === group || base.startsWith(`${group}@`));
+  });
   const creds = path.join(createCredentialStore(instancesDir).dir, `${group}.json`);
   return [...mine.map((f) => path.join(instancesDir, f)), creds];
 }

@@ -5,18 +5,18 @@ import { spawnChild, type Child } from '../child.js';
 import { openDatabases } from '../database.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
 import { UserError } from '../errors.js';
-import { loadGroups, resolveDir, selectGroupNames, SHARED_FILE, type GroupSpec } from '../groups.js';
+import { loadGroup, loadGroups, resolveDir, selectGroupNames, SHARED_FILE, type GroupSpec } from '../groups.js';
 import { addGroupFlags, addInstancesDirFlag, type GroupFlags } from '../options.js';
 import { commandHint, formatTable, note } from '../output.js';
 import { createCredentialStore } from '../credentials.js';
 import { packageRoot } from '../../src/paths.js';
 import { ensureGroupUser, GROUP_USERS_VARIABLE, groupUsersEnabled, installUnreachableByOthers, type RunAs } from '../os-users.js';
 import { spawnKeepingPort } from '../ports.js';
-import { askSupervisor, ensureSupervisor, type StartedInstance } from '../daemon.js';
+import { askSupervisor, ensureSupervisor, serveLauncherControl, type StartedInstance } from '../daemon.js';
 import { createRegistry, instanceKey, type Registry } from '../registry.js';
 import { prepareIdentities, type GroupIdentity } from '../roles.js';
 import { createLinePrefixer, createSupervisor, entryOf, slotKey, type Slot } from '../supervisor.js';
-import { splitPool } from '../../src/config.js';
+import { MAX_REPLICAS, splitPool } from '../../src/config.js';
 import { allocationIn, budgetFor, formatSplit, type ServerBudget } from '../budget.js';
 
 /** Options of `vcon-launch start`. */
@@ -33,17 +33,23 @@ export interface StartOptions extends GroupFlags {
 function parseReplicas(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw.trim()) || n < 1 || n > 64) throw new UserError(`--replicas must be a whole number from 1 to 64, got "${raw}"`);
+  if (!/^\d+$/.test(raw.trim()) || n < 1 || n > MAX_REPLICAS)
+    throw new UserError(`--replicas must be a whole number from 1 to ${MAX_REPLICAS}, got "${raw}"`);
   return n;
 }
 
 /**
  * The child environment of one replica: a fixed MCP_HTTP_PORT P gives replicas P, P+1, ...; port 0
- * gives each a free port. Everything else (schema, keys, role) is the group's.
+ * gives each a free port. Of several, each knows its number (its connections' application_name, so
+ * its /health counts its own). Everything else (schema, keys, role) is the group's.
  */
-function replicaEnv(env: Record<string, string>, spec: GroupSpec, replica: number): Record<string, string> {
+function replicaEnv(env: Record<string, string>, spec: GroupSpec, replica: number, replicas: number): Record<string, string> {
   const port = spec.config.mcp.port;
-  return port && replica > 1 ? { ...env, MCP_HTTP_PORT: String(port + replica - 1) } : env;
+  return {
+    ...env,
+    ...(port && replica > 1 ? { MCP_HTTP_PORT: String(port + replica - 1) } : {}),
+    ...(replicas > 1 ? { VCON_REPLICA: String(replica) } : {}),
+  };
 }
 
 const userOf = (label: string) => label.replace(/^[^@]*@/, '');
@@ -180,7 +186,7 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
       spec,
       replica: i + 1,
       replicas,
-      env: replicaEnv(env, spec, i + 1),
+      env: replicaEnv(env, spec, i + 1, replicas),
       role: identity.role,
       analyze,
       serverKey,
@@ -319,9 +325,17 @@ export async function startGroups(opts: StartOptions, launcher: LauncherEnvironm
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // `vcon-launch reload` from another terminal reaches these groups here.
+  const closeControl = await serveLauncherControl(registry.dir, supervisor, (current) =>
+    loadGroup(current.name, path.dirname(current.envFile), launcher),
+  ).catch((err: Error) => {
+    note(`reload will not reach these groups: ${err.message}`);
+    return () => undefined;
+  });
   note('supervising; Ctrl-C stops every group');
   await supervisor.done;
   await stopping;
+  closeControl();
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
   await databases.release();

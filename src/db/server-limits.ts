@@ -47,8 +47,12 @@ export async function readServerSnapshot(url: string): Promise<ServerSnapshot> {
   }
 }
 
-/** The application_name an instance's pool (and index thread) connects with (counted by the budget and /health). */
-export const applicationNameOf = (label: string | null, schema: string) => `vcon-${label ?? schema}`.slice(0, 60);
+/**
+ * The application_name an instance's pool (and index thread) connects with (counted by the budget
+ * and /health). Replica N of several adds `@N`, so each process's /health counts its own connections.
+ */
+export const applicationNameOf = (label: string | null, schema: string, replica?: number | null) =>
+  `${`vcon-${label ?? schema}`.slice(0, 60)}${replica ? `@${replica}` : ''}`;
 
 /** The application_name of an instance's analyze connections. */
 export const analyzeApplicationNameOf = (label: string | null, schema: string) => `vcon-${label ?? schema}-analyze`.slice(0, 60);

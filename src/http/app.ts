@@ -43,18 +43,26 @@ function requestId(incoming: string | string[] | undefined): string {
   return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 
-/** The access log line of one request: 5xx error, 4xx warn, else info; aborted requests warn. */
+/** An event stream (the MCP session stream, GET /changes/stream): open until the client leaves. */
+const isEventStream = (method: string, res: ServerResponse) =>
+  method === 'GET' && res.headersSent && String(res.getHeader('content-type') ?? '').startsWith('text/event-stream');
+
+/**
+ * The access log line of one request: 5xx error, 4xx warn, else info. A request aborted before its
+ * answer was complete warns; an event stream the client closed is how such a stream ends, so info.
+ */
 function logRequest(log: Logger, res: ServerResponse, method: string, url: string, id: string, start: number): void {
   const status = res.statusCode;
   const aborted = !res.writableFinished;
-  const level = status >= 500 ? 'error' : status >= 400 || aborted ? 'warn' : 'info';
+  const streamClosed = aborted && isEventStream(method, res);
+  const level = status >= 500 ? 'error' : status >= 400 || (aborted && !streamClosed) ? 'warn' : 'info';
   if (!log.isLevelEnabled(level)) return;
   // Paths only: query strings can carry emails and phone numbers (party filters).
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
   log[level](
     { req: { id, method, path }, res: { statusCode: status }, responseTime: Math.round(performance.now() - start) },
-    aborted ? 'request aborted' : 'request completed',
+    streamClosed ? 'stream closed by the client' : aborted ? 'request aborted' : 'request completed',
   );
 }
 

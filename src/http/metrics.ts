@@ -15,13 +15,23 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 export function registerMetricsRoute(app: Express, deps: { config: Config; metrics: Metrics }) {
   const { config, metrics } = deps;
   const resolve = createKeyResolver(config);
-  const metricsKey = config.metrics.key === undefined ? undefined : digest(config.metrics.key);
-  const isMetricsKey = (key: string) => metricsKey !== undefined && timingSafeEqual(digest(key), metricsKey);
+  // METRICS_KEY's digest, made again once a reload replaced the key.
+  let cached: { key: string | undefined; digest: Buffer | undefined } | undefined;
+  const metricsKey = () => {
+    if (!cached || cached.key !== config.metrics.key) {
+      cached = { key: config.metrics.key, digest: config.metrics.key === undefined ? undefined : digest(config.metrics.key) };
+    }
+    return cached.digest;
+  };
+  const isMetricsKey = (key: string) => {
+    const d = metricsKey();
+    return d !== undefined && timingSafeEqual(digest(key), d);
+  };
   const production = config.production;
 
   // Open only when the group needs no key and no METRICS_KEY is set.
   const allowed = (req: Parameters<RequestHandler>[0]): 'ok' | 'missing' | 'invalid' => {
-    if (!config.auth.required && metricsKey === undefined) return 'ok';
+    if (!config.auth.required && metricsKey() === undefined) return 'ok';
     const keys = [readKey(req, config.auth.header), readKey(req, 'authorization')].filter((k): k is string => k !== undefined);
     if (keys.length === 0) return 'missing';
     return keys.some((k) => isMetricsKey(k) || resolve(k) !== undefined) ? 'ok' : 'invalid';

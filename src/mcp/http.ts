@@ -49,6 +49,11 @@ export interface McpHttp {
   mount(app: Express): void;
   /** Open sessions, by scope, and the resources they are subscribed to (for /metrics and tests). */
   stats(): { sessions: number; read: number; write: number; subscriptions: number };
+  /**
+   * Closes every session `keep` refuses (a reload removed its key, or changed the key's scope);
+   * resolves with how many were closed. Their next request gets 404 and a new session needs a valid key.
+   */
+  revoke(keep: (session: { keyId: string | null; scope: Scope }) => boolean): Promise<number>;
   /** Closes every session (instance stop); later requests get 503. */
   close(): Promise<void>;
 }
@@ -331,6 +336,11 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
       let read = 0;
       for (const s of sessions.values()) if (s.scope === 'read') read++;
       return { sessions: sessions.size, read, write: sessions.size - read, subscriptions: subscriptionHubOf(opts.services).size() };
+    },
+    async revoke(keep) {
+      const gone = [...sessions.values()].filter((s) => !keep(s));
+      await Promise.all(gone.map((s) => closeSession(s, 'its key was removed or changed')));
+      return gone.length;
     },
     async close() {
       closing = true;

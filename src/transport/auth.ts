@@ -26,15 +26,28 @@ export function readKey(req: Pick<Request, 'headers'>, header: string): string |
   return value.trim() || undefined;
 }
 
-/** Resolves keys to scopes with constant-time comparison of digests (every key is compared). */
+/** The id of a key in logs and MCP sessions: a short digest, never the key. */
+export const keyIdOf = (key: string) => digest(key).toString('hex').slice(0, 16);
+
+/**
+ * Resolves keys to scopes with constant-time comparison of digests (every key is compared). It
+ * follows a reload: lists replaced in `config.auth` are read on the next call.
+ */
 export function createKeyResolver(config: Config) {
-  const ro = config.auth.readOnlyKeys.map(digest);
-  const rw = config.auth.keys.map(digest);
+  let lists: { rw: string[]; ro: string[] } | undefined;
+  let ro: Buffer[] = [];
+  let rw: Buffer[] = [];
   const anyMatch = (d: Buffer, list: Buffer[]) => list.reduce((hit, k) => timingSafeEqual(d, k) || hit, false);
   // Keys already verified, so a hot client doesn't pay a digest per request. Only configured keys
   // get in (the map can't grow past them); unknown keys always take the constant-time path.
   const verified = new Map<string, AuthInfo>();
   return (key: string): AuthInfo | undefined => {
+    if (lists?.rw !== config.auth.keys || lists.ro !== config.auth.readOnlyKeys) {
+      lists = { rw: config.auth.keys, ro: config.auth.readOnlyKeys };
+      ro = lists.ro.map(digest);
+      rw = lists.rw.map(digest);
+      verified.clear();
+    }
     const known = verified.get(key);
     if (known) return known;
     const d = digest(key);

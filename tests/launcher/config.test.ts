@@ -144,12 +144,15 @@ describe('env validation', () => {
   test('migrate --status lists pending, migrate applies, then nothing is pending', async () => {
     const before = await ws.run(['migrate', '--group', 'good', '--status']);
     expect(before.exitCode, before.stderr).toBe(0);
-    expect(before.stdout).toMatch(new RegExp(`good\\s+${ws.schemas.good}\\s+\\S+\\s+none\\s+0001_schema`));
+    expect(before.stdout).toMatch(/^good {2}\d+ pending: 0001_schema, /m);
     const run = await ws.run(['migrate', '--group', 'good']);
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/good\s+\S+\s+\S+\s+0001_schema/);
     const after = await ws.run(['migrate', '--group', 'good', '--status']);
-    expect(after.stdout).toMatch(/0001_schema.*\s+none$/m);
+    expect(after.stdout).toMatch(/^good {2}up to date \(\d+ migrations\)$/m);
+    const json = JSON.parse((await ws.run(['migrate', '--group', 'good', '--status', '--json'])).stdout);
+    expect(json[0]).toMatchObject({ group: 'good', schema: ws.schemas.good, status: { pending: [] } });
+    expect(json[0].status.applied[0]).toMatchObject({ version: 1, name: '0001_schema', applied_at: expect.any(String) });
     const again = await ws.run(['migrate', '--group', 'good']);
     expect(again.stdout).toContain('none (up to date)');
   });

@@ -1,7 +1,7 @@
 // `vcon-launch remove`: a stopped group's schema and roles go in one transaction (a refusal half-way
 // changes nothing), with its env file and every replica's files; --keep-data forgets only the
 // launcher's state. Also on a provisioned group, whose env file connects as the group's own role.
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import postgres from 'postgres';
@@ -81,6 +81,8 @@ describe('vcon-launch remove', () => {
   });
 
   test('removes schema, roles, env file and every replica file of the group', async () => {
+    // A rotated log of a replica goes with it.
+    writeFileSync(path.join(ws.instancesDir, 'gone@2.log.1'), '{}\n');
     const r = await ws.run(['remove', '--group', 'gone', '--yes']);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain('gone: removed');
