@@ -279,7 +279,10 @@ async function scanLines(
     };
     for await (const { n, bytes, over } of readLines(handle, { maxLine: ctx.maxLine, meter: ctx.meter })) {
       if (over !== undefined) {
-        reject(n, `payload_too_large: line ${n} is ${over} bytes, more than a request to the group can carry (REST_API_BODY_LIMIT ${ctx.maxLine + 2} bytes)`);
+        reject(
+          n,
+          `payload_too_large: line ${n} is ${over} bytes, more than a request to the group can carry (REST_API_BODY_LIMIT ${ctx.maxLine + 2} bytes)`,
+        );
         continue;
       }
       const line = trimLine(bytes);
