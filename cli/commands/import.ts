@@ -312,7 +312,7 @@ async function scanLines(
   }
 }
 
-/** One vCon on its way: where it came from and its JSON text. */
+/** One vCon on its way: where it came from and its JSON text (a view of a read buffer: valid until the next is asked for). */
 interface Outgoing {
   source: string;
   body: Buffer;
@@ -346,15 +346,13 @@ async function* sendLines(lines: LinesFile, skip: ReadonlySet<string>, maxLine: 
       const source = `${file}:${n}`;
       if (skip.has(source)) continue;
       const derived = lines.derived.get(n);
-      let body: Buffer;
-      if (derived === undefined) body = Buffer.from(line);
-      else {
-        const { uuid, withUuid } = identityOf(JSON.parse(line.toString('utf8')), lines.mode);
-        if (uuid !== derived || !withUuid) throw changed();
-        body = Buffer.from(JSON.stringify(withUuid));
+      if (derived === undefined) {
+        yield { source, body: line };
+        continue;
       }
-      hold(meter, body.length);
-      yield { source, body };
+      const { uuid, withUuid } = identityOf(JSON.parse(line.toString('utf8')), lines.mode);
+      if (uuid !== derived || !withUuid) throw changed();
+      yield { source, body: Buffer.from(JSON.stringify(withUuid)) };
     }
     if (!(await same())) throw changed();
   } finally {
@@ -414,44 +412,53 @@ async function* outgoing(units: (Unit | undefined)[], skip: ReadonlySet<string>,
     }
     for (const item of unit.items) {
       hold(meter, -item.json.length);
-      if (skip.has(item.source)) continue;
-      const body = Buffer.from(item.json);
-      hold(meter, body.length);
-      yield { source: item.source, body };
+      if (!skip.has(item.source)) yield { source: item.source, body: Buffer.from(item.json) };
     }
   }
 }
-
-const OPEN = Buffer.from('[');
-const COMMA = Buffer.from(',');
-const CLOSE = Buffer.from(']');
 
 /** A batch to post: its sources in order and its body (a JSON array of their texts). */
 interface Batch {
   sources: string[];
   body: Buffer;
+  /** The bytes its buffer holds (the body and room to spare). */
+  held: number;
 }
 
-/** Groups the vCons into batches of at most BATCH_MAX and `maxBytes` of body (a larger vCon goes alone). */
+/**
+ * Groups the vCons into batches of at most BATCH_MAX and `maxBytes` of body (a larger vCon goes
+ * alone), each copied straight into its batch's body: one buffer a batch, not one a line, sized
+ * from the batch before.
+ */
 async function* batches(items: AsyncIterable<Outgoing>, maxBytes: number, meter: Meter): AsyncGenerator<Batch> {
   let sources: string[] = [];
-  let parts: Buffer[] = [];
-  let bytes = 2;
+  let body = Buffer.alloc(0);
+  let length = 0;
+  let expect = 64 * 1024;
+  const reserve = (bytes: number) => {
+    if (length + bytes <= body.length) return;
+    const grown = Buffer.allocUnsafeSlow(Math.max(length + bytes, length ? 2 * body.length : expect));
+    body.copy(grown, 0, 0, length);
+    hold(meter, grown.length - body.length);
+    body = grown;
+  };
   const cut = (): Batch => {
-    const body = Buffer.concat([OPEN, ...parts.flatMap((p, i) => (i ? [COMMA, p] : [p])), CLOSE]);
-    // The parts are copied into the body and let go.
-    hold(meter, body.length - parts.reduce((s, p) => s + p.length, 0));
-    const batch = { sources, body };
+    reserve(1);
+    body[length++] = 0x5d; // ]
+    const batch = { sources, body: body.subarray(0, length), held: body.length };
+    expect = Math.max(64 * 1024, Math.min(maxBytes, Math.ceil(length * 1.125)));
     sources = [];
-    parts = [];
-    bytes = 2;
+    body = Buffer.alloc(0);
+    length = 0;
     return batch;
   };
   for await (const item of items) {
-    if (sources.length && (sources.length >= BATCH_MAX || bytes + 1 + item.body.length > maxBytes)) yield cut();
-    bytes += (sources.length ? 1 : 0) + item.body.length;
+    if (sources.length && (sources.length >= BATCH_MAX || length + 2 + item.body.length > maxBytes)) yield cut();
+    reserve(item.body.length + 2);
+    body[length++] = sources.length ? 0x2c /* , */ : 0x5b; /* [ */
+    item.body.copy(body, length);
+    length += item.body.length;
     sources.push(item.source);
-    parts.push(item.body);
   }
   if (sources.length) yield cut();
 }
@@ -690,7 +697,7 @@ export async function importFiles(
         const next = await queue.next();
         if (next.done) return;
         results[k] = await postBatch(api, headers, next.value);
-        hold(meter, -next.value.body.length);
+        hold(meter, -next.value.held);
         done += results[k].length;
         progress.update(done);
       }

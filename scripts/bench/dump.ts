@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { execa } from 'execa';
 import { canonicalJson } from '../../cli/content-uuid.js';
 import { readLines } from '../../cli/lines.js';
-import { CLI_JS, readRssMb } from './processes.js';
+import { CLI_JS, readCpuMs, readRssMb } from './processes.js';
 import { makeFigure, type Figure } from './stats.js';
 
 /** RSS goal of the dump and import processes. */
@@ -22,6 +22,9 @@ export interface Measured {
   cliMb: number;
   /** Peak RSS of the largest process it started (its temporary group server), MB; NaN when none was seen. */
   serverMb: number;
+  /** CPU seconds of the command's own process (its last sample), and of the processes it started. */
+  cliCpu: number;
+  serverCpu: number;
 }
 
 /** Every live process whose parent chain leads to `root`, from /proc/<pid>/stat. */
@@ -57,15 +60,20 @@ export async function runMeasured(args: string[], opts: { cwd: string; env: Reco
   });
   const pid = child.pid!;
   let cliMb = 0;
-  const peaks = new Map<number, number>();
+  let cliCpuMs = 0;
+  const peaks = new Map<number, { mb: number; cpuMs: number }>();
   let ticks = 0;
   const sample = () => {
     const own = readRssMb(pid, 'VmHWM');
     if (own > cliMb) cliMb = own;
-    if (ticks++ % 5 === 0) for (const p of descendantsOf(pid)) if (!peaks.has(p)) peaks.set(p, 0);
+    const cpu = readCpuMs(pid);
+    if (cpu > cliCpuMs) cliCpuMs = cpu;
+    if (ticks++ % 5 === 0) for (const p of descendantsOf(pid)) if (!peaks.has(p)) peaks.set(p, { mb: 0, cpuMs: 0 });
     for (const [p, was] of peaks) {
       const mb = readRssMb(p, 'VmHWM');
-      if (mb > was) peaks.set(p, mb);
+      if (mb > was.mb) was.mb = mb;
+      const ms = readCpuMs(p);
+      if (ms > was.cpuMs) was.cpuMs = ms;
     }
   };
   const timer = setInterval(sample, 200);
@@ -73,8 +81,18 @@ export async function runMeasured(args: string[], opts: { cwd: string; env: Reco
   const r = await child;
   clearInterval(timer);
   const seconds = (performance.now() - t0) / 1000;
-  const serverMb = peaks.size ? Math.max(...peaks.values()) : NaN;
-  return { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr), seconds, cliMb, serverMb: serverMb > 0 ? serverMb : NaN };
+  const serverMb = peaks.size ? Math.max(...[...peaks.values()].map((p) => p.mb)) : NaN;
+  const serverCpu = [...peaks.values()].reduce((s, p) => s + p.cpuMs, 0) / 1000;
+  return {
+    exitCode: r.exitCode,
+    stdout: String(r.stdout),
+    stderr: String(r.stderr),
+    seconds,
+    cliMb,
+    serverMb: serverMb > 0 ? serverMb : NaN,
+    cliCpu: cliCpuMs / 1000,
+    serverCpu,
+  };
 }
 
 export interface DumpComparison {
@@ -138,6 +156,8 @@ export async function measureRoundTrip(opts: {
   count: number;
   filesRate: number;
   filesCliMb: number;
+  /** CPU seconds of the import of the files: its own process, its server. */
+  filesCpu: { cli: number; server: number };
   from: string;
   into: string;
   dir: string;
@@ -155,7 +175,7 @@ export async function measureRoundTrip(opts: {
   const dumped = Number(/dumped (\d+) vCon/.exec(dump.stderr)?.[1] ?? NaN);
   const mb = statSync(fileA).size / 1024 ** 2;
   opts.log(
-    `  dump: ${dumped} vCons (${mb.toFixed(0)} MB) in ${dump.seconds.toFixed(1)} s (${rate(dumped, dump.seconds).toFixed(0)}/s); peak RSS dump ${dump.cliMb.toFixed(0)} MB, server ${dump.serverMb.toFixed(0)} MB`,
+    `  dump: ${dumped} vCons (${mb.toFixed(0)} MB) in ${dump.seconds.toFixed(1)} s (${rate(dumped, dump.seconds).toFixed(0)}/s); peak RSS dump ${dump.cliMb.toFixed(0)} MB, server ${dump.serverMb.toFixed(0)} MB; CPU dump ${dump.cliCpu.toFixed(1)} s, server ${dump.serverCpu.toFixed(1)} s`,
   );
 
   // As a person runs it: the summary, not the JSON report of every line.
@@ -163,7 +183,7 @@ export async function measureRoundTrip(opts: {
   if (imp.exitCode !== 0) throw fail('vcon-launch import of the dump', imp);
   const stored = Number(/^ {2}stored\s+(\d+)/m.exec(imp.stdout)?.[1] ?? NaN);
   opts.log(
-    `  import of the dump: ${stored} stored in ${imp.seconds.toFixed(1)} s (${rate(stored, imp.seconds).toFixed(0)}/s; files: ${opts.filesRate.toFixed(0)}/s); peak RSS import ${imp.cliMb.toFixed(0)} MB, server ${imp.serverMb.toFixed(0)} MB`,
+    `  import of the dump: ${stored} stored in ${imp.seconds.toFixed(1)} s (${rate(stored, imp.seconds).toFixed(0)}/s; files: ${opts.filesRate.toFixed(0)}/s); peak RSS import ${imp.cliMb.toFixed(0)} MB, server ${imp.serverMb.toFixed(0)} MB; CPU import ${imp.cliCpu.toFixed(1)} s, server ${imp.serverCpu.toFixed(1)} s (files: ${opts.filesCpu.cli.toFixed(1)} s, ${opts.filesCpu.server.toFixed(1)} s)`,
   );
 
   const again = await run(['dump', '--group', opts.into, '--output', fileB]);
@@ -182,7 +202,7 @@ export async function measureRoundTrip(opts: {
       unit: 'vCons/s',
       better: 'higher',
       rounds: [rate(dumped, dump.seconds)],
-      note: `whole command (temporary instance start and stop): ${dumped} vCons, ${mb.toFixed(0)} MB in ${dump.seconds.toFixed(1)} s`,
+      note: `whole command (temporary instance start and stop): ${dumped} vCons, ${mb.toFixed(0)} MB in ${dump.seconds.toFixed(1)} s; CPU of the dump process ${dump.cliCpu.toFixed(1)} s, of its server ${dump.serverCpu.toFixed(1)} s`,
     }),
     makeFigure({
       id: 'dump.import.rate',
@@ -192,7 +212,7 @@ export async function measureRoundTrip(opts: {
       rounds: [rate(stored, imp.seconds)],
       floor: { label: 'import of the files, same run', rounds: [opts.filesRate] },
       goal: { kind: 'ratio', min: 1 },
-      note: `whole command: ${stored} stored in ${imp.seconds.toFixed(1)} s; ratio to the import of the ${n} files`,
+      note: `whole command: ${stored} stored in ${imp.seconds.toFixed(1)} s; ratio to the import of the ${n} files; CPU of the import process ${imp.cliCpu.toFixed(1)} s and of its server ${imp.serverCpu.toFixed(1)} s (files: ${opts.filesCpu.cli.toFixed(1)} s and ${opts.filesCpu.server.toFixed(1)} s)`,
     }),
     makeFigure({
       id: 'dump.roundtrip.differing',

@@ -56,6 +56,7 @@ export async function measureImport(opts: { count: number; seed: number; roundTr
           count: opts.count,
           filesRate: report.stored / seconds,
           filesCliMb: r.cliMb,
+          filesCpu: { cli: r.cliCpu, server: r.serverCpu },
           from: 'imp',
           into: 'back',
           dir,
