@@ -78,6 +78,10 @@ export interface ImportReport {
   /** Symbolic links and special files under the given directories: not followed, not read. */
   ignored: IgnoredPath[];
   seconds: number;
+  /**
+   * Every file's (or line's) outcome; with `notableOnly`, only those the summary shows: rejected,
+   * skipped and stored with warnings (a large import does not keep one for each vCon stored).
+   */
   outcomes: ImportOutcome[];
   /** The running instance used, or "temporary" when the launcher started one. */
   via: string;
@@ -631,7 +635,7 @@ export async function startTemporary(
  * registry has one, otherwise into a temporary instance started (and stopped) for the import.
  */
 export async function importFiles(
-  opts: { group: string; paths: string[]; envDir: string; instancesDir: string; progress?: boolean },
+  opts: { group: string; paths: string[]; envDir: string; instancesDir: string; progress?: boolean; notableOnly?: boolean },
   launcher: LauncherEnvironment,
 ): Promise<ImportReport> {
   const spec = loadGroup(opts.group, resolveDir(opts.envDir), launcher);
@@ -680,6 +684,7 @@ export async function importFiles(
   }
   const t0 = Date.now();
   const progress = createProgress(read.items - skip.size, Boolean(opts.progress));
+  const written = { stored: 0, replaced: 0 };
   let pending: number | null;
   try {
     let done = 0;
@@ -696,9 +701,11 @@ export async function importFiles(
         const k = taken++;
         const next = await queue.next();
         if (next.done) return;
-        results[k] = await postBatch(api, headers, next.value);
+        const got = await postBatch(api, headers, next.value);
         hold(meter, -next.value.held);
-        done += results[k].length;
+        for (const o of got) if (o.outcome === 'stored' || o.outcome === 'replaced') written[o.outcome]++;
+        results[k] = opts.notableOnly ? got.filter((o) => (o.outcome !== 'stored' && o.outcome !== 'replaced') || o.warnings?.length) : got;
+        done += got.length;
         progress.update(done);
       }
     };
@@ -715,8 +722,8 @@ export async function importFiles(
   return {
     group: spec.name,
     files: files.length,
-    stored: count('stored'),
-    replaced: count('replaced'),
+    stored: written.stored,
+    replaced: written.replaced,
     rejected: count('rejected'),
     skipped: count('skipped'),
     derived_uuids: read.derived,
@@ -784,7 +791,7 @@ export function registerImport(program: Command): void {
   addInstancesDirFlag(cmd);
   cmd.action(async (paths: string[], opts: { group: string; envDir: string; instancesDir: string; json?: boolean }) => {
     const launcher = readLauncherEnvironment();
-    const report = await importFiles({ ...opts, paths, progress: launcher.interactive && !opts.json }, launcher);
+    const report = await importFiles({ ...opts, paths, progress: launcher.interactive && !opts.json, notableOnly: !opts.json }, launcher);
     process.stdout.write((opts.json ? JSON.stringify(report, null, 2) : formatImport(report)) + '\n');
     if (report.rejected) note(`${report.rejected} vCon(s) rejected`);
     process.exitCode = report.rejected ? 1 : 0;
