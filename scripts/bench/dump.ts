@@ -43,7 +43,12 @@ function descendantsOf(root: number): number[] {
   }
   const out: number[] = [];
   const todo = [root];
-  while (todo.length) for (const c of children.get(todo.pop()!) ?? []) (out.push(c), todo.push(c));
+  while (todo.length) {
+    for (const c of children.get(todo.pop()!) ?? []) {
+      out.push(c);
+      todo.push(c);
+    }
+  }
   return out;
 }
 
@@ -130,13 +135,16 @@ export async function compareDumps(fileA: string, fileB: string): Promise<DumpCo
   let b = await ib.next();
   while (!a.done || !b.done) {
     if (!a.done && (b.done || a.value.uuid < b.value.uuid)) {
-      (out.a++, out.missing++);
+      out.a++;
+      out.missing++;
       a = await ia.next();
     } else if (!b.done && (a.done || b.value.uuid < a.value.uuid)) {
-      (out.b++, out.missing++);
+      out.b++;
+      out.missing++;
       b = await ib.next();
     } else if (!a.done && !b.done) {
-      (out.a++, out.b++);
+      out.a++;
+      out.b++;
       if (a.value.canonical === b.value.canonical) out.identical++;
       else out.differing++;
       a = await ia.next();
