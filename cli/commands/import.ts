@@ -1,5 +1,6 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { userInfo } from 'node:os';
+import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { fetchHealth, spawnChild, type Child } from '../child.js';
@@ -18,9 +19,10 @@ import { checkJsonBytes, checkUniqueMembers } from '../../src/domain/exact-json.
 import { countJsonValues } from '../../src/domain/elements.js';
 import { jsonSyntaxPosition } from '../json-syntax.js';
 import { contentUuid } from '../content-uuid.js';
+import { createMeter, hold, readLines, type Meter } from '../lines.js';
 import { note } from '../output.js';
 import { createRegistry } from '../registry.js';
-/** Stay well under the default 20 MB body limit even with large inline recordings. */
+/** Stay well under the default 20 MB body limit even with large inline recordings (and under a smaller limit). */
 const BATCH_BYTES = 8 * 1024 * 1024;
 
 /** One vCon to load: a file, or one element of a file holding a JSON array. */
@@ -77,6 +79,10 @@ export interface ImportReport {
   /** Symbolic links and special files under the given directories: not followed, not read. */
   ignored: IgnoredPath[];
   seconds: number;
+  /**
+   * Every file's (or line's) outcome; with `notableOnly`, only those the summary shows: rejected,
+   * skipped and stored with warnings (a large import does not keep one for each vCon stored).
+   */
   outcomes: ImportOutcome[];
   /** The running instance used, or "temporary" when the launcher started one. */
   via: string;
@@ -92,6 +98,11 @@ export interface ImportReport {
    * when a running instance was used.
    */
   temporary_instance_user: { user: string; uid: number | null } | null;
+  /**
+   * The most bytes of vCon text the import held at once: .json and .vcon files read, read buffers,
+   * lines and batches on their way. NDJSON files are streamed, so they add about three batches however large.
+   */
+  peak_buffered_bytes: number;
 }
 
 /** The files import reads inside a directory: one vCon or an array (.json, .vcon), or one per line (.ndjson, .jsonl). */
@@ -143,8 +154,8 @@ function readRegularFile(file: string, follow: boolean): Buffer {
 }
 
 /**
- * The vCons of one file. A rejection never quotes the file: it may be anything (a password file
- * given by mistake), so a file that is not JSON is said to be so at a line and column.
+ * The vCons of one .json / .vcon file. A rejection never quotes the file: it may be anything (a
+ * password file given by mistake), so a file that is not JSON is said to be so at a line and column.
  */
 function readItems(file: string, rejected: ImportOutcome[], follow: boolean, mode: ValidationMode): Item[] {
   const reject = (reason: string) => {
@@ -155,10 +166,8 @@ function readItems(file: string, rejected: ImportOutcome[], follow: boolean, mod
   try {
     bytes = readRegularFile(file, follow);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return reject(`unreadable: ${code === 'ELOOP' ? 'a symbolic link (not followed)' : (code ?? (err as Error).message)}`);
+    return reject(unreadable(err));
   }
-  if (LINES_FILE.test(file)) return readLines(file, bytes, rejected, mode);
   const text = bytes.toString('utf8');
   let doc: unknown;
   try {
@@ -168,12 +177,7 @@ function readItems(file: string, rejected: ImportOutcome[], follow: boolean, mod
     return reject(`invalid_json: the file is not JSON (line ${at.line}, column ${at.column})`);
   }
   try {
-    // Numbers a double can't hold, bytes that are not UTF-8 and a field name repeated in one
-    // object (the parse kept only the last) would be sent altered.
-    checkJsonBytes(bytes, 'utf-8', 'file');
-    const counts = { members: 0 };
-    countJsonValues(bytes, Infinity, counts);
-    checkUniqueMembers(doc, counts.members, bytes, 'utf-8', 'file');
+    checkExact(doc, bytes, 'file');
   } catch (err) {
     return reject(`validation_failed: ${(err as Error).message}`);
   }
@@ -182,95 +186,291 @@ function readItems(file: string, rejected: ImportOutcome[], follow: boolean, mod
   return [identify(file, doc, mode)];
 }
 
+const unreadable = (err: unknown) => {
+  const code = (err as NodeJS.ErrnoException).code;
+  return `unreadable: ${code === 'ELOOP' ? 'a symbolic link (not followed)' : (code ?? (err as Error).message)}`;
+};
+
 /**
- * The vCons of an NDJSON file (`vcon-launch dump`, GET /vcons/export): one per line, each line
- * its own source (`file:N`), so one bad line is rejected alone. Blank lines are skipped.
+ * Refuses JSON whose parse is not what its bytes say: numbers a double can't hold, bytes that are
+ * not UTF-8 and a field name repeated in one object (the parse kept only the last) would be sent altered.
  */
-function readLines(file: string, bytes: Buffer, rejected: ImportOutcome[], mode: ValidationMode): Item[] {
-  const out: Item[] = [];
-  let start = 0;
-  for (let n = 1; start < bytes.length; n++) {
-    let end = bytes.indexOf(0x0a, start);
-    if (end < 0) end = bytes.length;
-    const line = bytes.subarray(start, end);
-    start = end + 1;
-    const text = line.toString('utf8').trim();
-    if (text === '') continue;
-    const source = `${file}:${n}`;
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch {
-      rejected.push({ source, outcome: 'rejected', reason: `invalid_json: line ${n} is not JSON (column ${jsonSyntaxPosition(text).column})` });
-      continue;
-    }
-    try {
-      checkJsonBytes(line, 'utf-8', 'line');
-    } catch (err) {
-      rejected.push({ source, outcome: 'rejected', reason: `validation_failed: ${(err as Error).message}` });
-      continue;
-    }
-    out.push(identify(source, doc, mode));
+function checkExact(doc: unknown, bytes: Buffer, what: string): void {
+  checkJsonBytes(bytes, 'utf-8', what);
+  const counts = { members: 0 };
+  countJsonValues(bytes, Infinity, counts);
+  checkUniqueMembers(doc, counts.members, bytes, 'utf-8', what);
+}
+
+/** An .ndjson / .jsonl file as the first read left it: what the second read sends of it. */
+interface LinesFile {
+  file: string;
+  follow: boolean;
+  mode: ValidationMode;
+  /** The file as first read: one changed since is refused, not sent half-checked. */
+  stat: { dev: number; ino: number; size: number; mtimeMs: number };
+  /** Lines rejected by the first read (their outcome is recorded): not sent. */
+  rejected: Set<number>;
+  /** Lines without a uuid, by number: the uuid derived from their content. */
+  derived: Map<number, string>;
+}
+
+/** The whole of one file to send: its vCons in memory (.json, .vcon), or its lines, read again (.ndjson, .jsonl). */
+type Unit = { items: Item[]; lines?: undefined } | { items?: undefined; lines: LinesFile };
+
+/** Every uuid met so far (at its latest source), and the sources of those met more than once. */
+interface Seen {
+  last: Map<string, string>;
+  repeated: Map<string, string[]>;
+}
+
+function see(seen: Seen, uuid: string, source: string): void {
+  const before = seen.last.get(uuid);
+  if (before !== undefined) {
+    const all = seen.repeated.get(uuid);
+    if (all) all.push(source);
+    else seen.repeated.set(uuid, [before, source]);
   }
-  return out;
+  seen.last.set(uuid, source);
+}
+
+const openFile = (file: string, follow: boolean) => open(file, constants.O_RDONLY | (follow ? 0 : constants.O_NOFOLLOW) | constants.O_NONBLOCK);
+
+/** Trims JSON whitespace (a CR of CRLF included) and a byte order mark off a line. */
+function trimLine(line: Buffer): Buffer {
+  let start = 0;
+  let end = line.length;
+  if (line[0] === 0xef && line[1] === 0xbb && line[2] === 0xbf) start = 3;
+  const space = (c: number) => c === 0x20 || c === 0x09 || c === 0x0d || c === 0x0a;
+  while (start < end && space(line[start])) start++;
+  while (end > start && space(line[end - 1])) end--;
+  return line.subarray(start, end);
+}
+
+/**
+ * First read of an NDJSON file (`vcon-launch dump`, GET /vcons/export): checks each line as a
+ * .json file is checked, one line at a time, keeping only the uuids. Each line is its own source
+ * (`file:N`), so one bad line is rejected alone; blank lines are skipped. A line longer than a
+ * request body can be is rejected unread: no line is held whole past the group's body limit.
+ */
+async function scanLines(
+  file: string,
+  follow: boolean,
+  ctx: { rejected: ImportOutcome[]; seen: Seen; mode: ValidationMode; maxLine: number; meter: Meter },
+): Promise<{ lines: LinesFile; items: number; derived: number } | undefined> {
+  let handle: FileHandle;
+  let st;
+  try {
+    handle = await openFile(file, follow);
+  } catch (err) {
+    ctx.rejected.push({ source: file, outcome: 'rejected', reason: unreadable(err) });
+    return undefined;
+  }
+  try {
+    try {
+      st = await handle.stat();
+      if (!st.isFile()) throw new Error('not a regular file');
+    } catch (err) {
+      ctx.rejected.push({ source: file, outcome: 'rejected', reason: unreadable(err) });
+      return undefined;
+    }
+    const lines: LinesFile = {
+      file,
+      follow,
+      mode: ctx.mode,
+      stat: { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs },
+      rejected: new Set(),
+      derived: new Map(),
+    };
+    let items = 0;
+    const reject = (n: number, reason: string) => {
+      lines.rejected.add(n);
+      ctx.rejected.push({ source: `${file}:${n}`, outcome: 'rejected', reason });
+    };
+    for await (const { n, bytes, over } of readLines(handle, { maxLine: ctx.maxLine, meter: ctx.meter })) {
+      if (over !== undefined) {
+        reject(
+          n,
+          `payload_too_large: line ${n} is ${over} bytes, more than a request to the group can carry (REST_API_BODY_LIMIT ${ctx.maxLine + 2} bytes)`,
+        );
+        continue;
+      }
+      const line = trimLine(bytes);
+      if (line.length === 0) continue;
+      const text = line.toString('utf8');
+      let doc: unknown;
+      try {
+        doc = JSON.parse(text);
+      } catch {
+        reject(n, `invalid_json: line ${n} is not JSON (column ${jsonSyntaxPosition(text).column})`);
+        continue;
+      }
+      try {
+        checkExact(doc, line, 'line');
+      } catch (err) {
+        reject(n, `validation_failed: ${(err as Error).message}`);
+        continue;
+      }
+      const { uuid, withUuid } = identityOf(doc, ctx.mode);
+      if (uuid) see(ctx.seen, uuid, `${file}:${n}`);
+      if (withUuid) lines.derived.set(n, uuid!);
+      items++;
+    }
+    return { lines, items, derived: lines.derived.size };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** One vCon on its way: where it came from and its JSON text (a view of a read buffer: valid until the next is asked for). */
+interface Outgoing {
+  source: string;
+  body: Buffer;
+}
+
+/**
+ * Second read of an NDJSON file: its lines to send, as the first read judged them. A line with a
+ * uuid goes as it is in the file (it was checked to parse to exactly what it says), a line
+ * without one with its derived uuid first. A file that changed in between is refused.
+ */
+async function* sendLines(lines: LinesFile, skip: ReadonlySet<string>, maxLine: number, meter: Meter): AsyncGenerator<Outgoing> {
+  const { file } = lines;
+  const changed = () => new UserError(`${file} changed while it was imported (it is read once to check it, then again to send it): import it again`);
+  let handle: FileHandle;
+  try {
+    handle = await openFile(file, lines.follow);
+  } catch {
+    throw changed();
+  }
+  try {
+    const same = async () => {
+      const st = await handle.stat();
+      const was = lines.stat;
+      return st.dev === was.dev && st.ino === was.ino && st.size === was.size && st.mtimeMs === was.mtimeMs;
+    };
+    if (!(await same())) throw changed();
+    for await (const { n, bytes } of readLines(handle, { maxLine, meter })) {
+      if (!bytes || lines.rejected.has(n)) continue;
+      const line = trimLine(bytes);
+      if (line.length === 0) continue;
+      const source = `${file}:${n}`;
+      if (skip.has(source)) continue;
+      const derived = lines.derived.get(n);
+      if (derived === undefined) {
+        yield { source, body: line };
+        continue;
+      }
+      const { uuid, withUuid } = identityOf(JSON.parse(line.toString('utf8')), lines.mode);
+      if (uuid !== derived || !withUuid) throw changed();
+      yield { source, body: Buffer.from(JSON.stringify(withUuid)) };
+    }
+    if (!(await same())) throw changed();
+  } finally {
+    await handle.close();
+  }
 }
 
 /**
  * Finds the uuid the server will file a vCon under, by the server's own rules. A plain vCon
  * without one gets the name-based uuid of its canonical JSON, put first as the server would put
- * its own: importing the same file again then replaces it. A signed or encrypted form without a
- * uuid in its header is opaque and sent as it is (the server gives it a new uuid each time).
+ * its own (`withUuid`, the document to send): importing the same file again then replaces it. A
+ * signed or encrypted form without a uuid in its header is opaque and sent as it is (the server
+ * gives it a new uuid each time); so is what is no vCon at all (the server says what is wrong with it).
  */
-function identify(source: string, vcon: unknown, mode: ValidationMode): Item {
+function identityOf(vcon: unknown, mode: ValidationMode): { uuid?: string; withUuid?: Record<string, unknown> } {
   let c;
   try {
     c = classifyVcon(vcon, undefined, mode);
   } catch {
-    return { source, json: JSON.stringify(vcon) }; // the server says what is wrong with it
+    return {};
   }
-  if (c.uuid) return { source, json: JSON.stringify(vcon), uuid: c.uuid };
-  if (c.kind !== 'plain') return { source, json: JSON.stringify(vcon) };
+  if (c.uuid) return { uuid: c.uuid };
+  if (c.kind !== 'plain') return {};
   const uuid = contentUuid(vcon);
-  return { source, json: JSON.stringify({ uuid, ...c.doc }), uuid, derived: true };
+  return { uuid, withUuid: { uuid, ...c.doc } };
 }
 
-/** Keeps the last item of each uuid (path order) and reports the others as skipped. */
-export function dropCollisions(items: Item[]): { send: Item[]; skipped: ImportOutcome[]; collisions: UuidCollision[] } {
-  const byUuid = new Map<string, Item[]>();
-  for (const item of items) if (item.uuid) byUuid.set(item.uuid, [...(byUuid.get(item.uuid) ?? []), item]);
+function identify(source: string, vcon: unknown, mode: ValidationMode): Item {
+  const { uuid, withUuid } = identityOf(vcon, mode);
+  return { source, json: JSON.stringify(withUuid ?? vcon), uuid, derived: withUuid !== undefined };
+}
+
+/** The sources met before the last of their uuid (path order): not sent, reported as skipped. */
+function collisionsOf(seen: Seen): { skip: Set<string>; skipped: ImportOutcome[]; collisions: UuidCollision[] } {
+  const skip = new Set<string>();
+  const skipped: ImportOutcome[] = [];
   const collisions: UuidCollision[] = [];
-  const losers = new Set<Item>();
-  for (const [uuid, same] of byUuid) {
-    if (same.length < 2) continue;
-    const kept = same[same.length - 1];
-    collisions.push({ uuid, sources: same.map((i) => i.source), kept: kept.source });
-    for (const i of same.slice(0, -1)) losers.add(i);
+  for (const [uuid, sources] of seen.repeated) {
+    const kept = sources[sources.length - 1];
+    collisions.push({ uuid, sources, kept });
+    for (const source of sources.slice(0, -1)) {
+      skip.add(source);
+      skipped.push({ source, outcome: 'skipped', uuid, reason: `same uuid as ${kept}, which is stored instead` });
+    }
   }
-  return {
-    send: items.filter((i) => !losers.has(i)),
-    skipped: [...losers].map((i) => ({
-      source: i.source,
-      outcome: 'skipped',
-      uuid: i.uuid,
-      reason: `same uuid as ${byUuid.get(i.uuid!)!.at(-1)!.source}, which is stored instead`,
-    })),
-    collisions,
-  };
+  return { skip, skipped, collisions };
 }
 
-function* batches(items: Item[]): Generator<Item[]> {
-  let batch: Item[] = [];
-  let bytes = 0;
-  for (const item of items) {
-    if (batch.length && (batch.length >= BATCH_MAX || bytes + item.json.length > BATCH_BYTES)) {
-      yield batch;
-      batch = [];
-      bytes = 0;
+/** Every vCon to send, file by file in path order; what a unit held is let go once it is sent. */
+async function* outgoing(units: (Unit | undefined)[], skip: ReadonlySet<string>, maxLine: number, meter: Meter): AsyncGenerator<Outgoing> {
+  for (let u = 0; u < units.length; u++) {
+    const unit = units[u]!;
+    units[u] = undefined;
+    if (unit.lines) {
+      yield* sendLines(unit.lines, skip, maxLine, meter);
+      continue;
     }
-    batch.push(item);
-    bytes += item.json.length;
+    for (const item of unit.items) {
+      hold(meter, -item.json.length);
+      if (!skip.has(item.source)) yield { source: item.source, body: Buffer.from(item.json) };
+    }
   }
-  if (batch.length) yield batch;
+}
+
+/** A batch to post: its sources in order and its body (a JSON array of their texts). */
+interface Batch {
+  sources: string[];
+  body: Buffer;
+  /** The bytes its buffer holds (the body and room to spare). */
+  held: number;
+}
+
+/**
+ * Groups the vCons into batches of at most BATCH_MAX and `maxBytes` of body (a larger vCon goes
+ * alone), each copied straight into its batch's body: one buffer a batch, not one a line, sized
+ * from the batch before.
+ */
+async function* batches(items: AsyncIterable<Outgoing>, maxBytes: number, meter: Meter): AsyncGenerator<Batch> {
+  let sources: string[] = [];
+  let body = Buffer.alloc(0);
+  let length = 0;
+  let expect = 64 * 1024;
+  const reserve = (bytes: number) => {
+    if (length + bytes <= body.length) return;
+    const grown = Buffer.allocUnsafeSlow(Math.max(length + bytes, length ? 2 * body.length : expect));
+    body.copy(grown, 0, 0, length);
+    hold(meter, grown.length - body.length);
+    body = grown;
+  };
+  const cut = (): Batch => {
+    reserve(1);
+    body[length++] = 0x5d; // ]
+    const batch = { sources, body: body.subarray(0, length), held: body.length };
+    expect = Math.max(64 * 1024, Math.min(maxBytes, Math.ceil(length * 1.125)));
+    sources = [];
+    body = Buffer.alloc(0);
+    length = 0;
+    return batch;
+  };
+  for await (const item of items) {
+    if (sources.length && (sources.length >= BATCH_MAX || length + 2 + item.body.length > maxBytes)) yield cut();
+    reserve(item.body.length + 2);
+    body[length++] = sources.length ? 0x2c /* , */ : 0x5b; /* [ */
+    item.body.copy(body, length);
+    length += item.body.length;
+    sources.push(item.source);
+  }
+  if (sources.length) yield cut();
 }
 
 /** The headers that authenticate as the group's first read-write key, when auth is on. */
@@ -294,11 +494,11 @@ const reasonOf = (r: { error?: string; message?: string; details?: { path: strin
   return `${r.error ?? 'rejected'}: ${message}${details}`;
 };
 
-async function postBatch(api: string, headers: Record<string, string>, batch: Item[]): Promise<ImportOutcome[]> {
+async function postBatch(api: string, headers: Record<string, string>, batch: Batch): Promise<ImportOutcome[]> {
   const res = await fetch(`${api}/vcons/batch`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: `[${batch.map((i) => i.json).join(',')}]`,
+    body: batch.body,
   });
   const text = await res.text();
   let body: { results?: BatchItem[]; error?: string; message?: string } = {};
@@ -312,18 +512,16 @@ async function postBatch(api: string, headers: Record<string, string>, batch: It
   }
   if (!Array.isArray(body.results)) {
     const reason = reasonOf({ error: body.error ?? `http_${res.status}`, message: body.message ?? text.slice(0, 200) });
-    return batch.map((i) => ({ source: i.source, outcome: 'rejected', reason }));
+    return batch.sources.map((source) => ({ source, outcome: 'rejected', reason }));
   }
   const byIndex = new Map(body.results.map((r) => [r.index, r]));
   const outcomes: ImportOutcome[] = [];
-  batch.forEach((item, i) => {
+  batch.sources.forEach((source, i) => {
     const r = byIndex.get(i);
-    if (!r) outcomes.push({ source: item.source, outcome: 'rejected', reason: 'no result for this item' });
-    else if (r.status === 201)
-      outcomes.push({ source: item.source, outcome: 'stored', uuid: r.uuid ?? undefined, ...withWarnings(r.warnings ?? []) });
-    else if (r.status === 200)
-      outcomes.push({ source: item.source, outcome: 'replaced', uuid: r.uuid ?? undefined, ...withWarnings(r.warnings ?? []) });
-    else outcomes.push({ source: item.source, outcome: 'rejected', uuid: r.uuid ?? undefined, reason: reasonOf(r) });
+    if (!r) outcomes.push({ source, outcome: 'rejected', reason: 'no result for this item' });
+    else if (r.status === 201) outcomes.push({ source, outcome: 'stored', uuid: r.uuid ?? undefined, ...withWarnings(r.warnings ?? []) });
+    else if (r.status === 200) outcomes.push({ source, outcome: 'replaced', uuid: r.uuid ?? undefined, ...withWarnings(r.warnings ?? []) });
+    else outcomes.push({ source, outcome: 'rejected', uuid: r.uuid ?? undefined, reason: reasonOf(r) });
   });
   return outcomes;
 }
@@ -354,14 +552,39 @@ async function pendingIndex(api: string): Promise<number | null> {
   return typeof pending === 'number' ? pending : null;
 }
 
-/** Reads every file, yielding to the event loop now and then so a temporary instance can start meanwhile. */
-async function readAllItems(files: string[], rejected: ImportOutcome[], given: ReadonlySet<string>, mode: ValidationMode): Promise<Item[]> {
-  const out: Item[] = [];
+/**
+ * The first read of every file, yielding to the event loop now and then so a temporary instance
+ * can start meanwhile: .json and .vcon files are kept in memory, NDJSON files only checked.
+ */
+async function readAll(
+  files: string[],
+  given: ReadonlySet<string>,
+  ctx: { rejected: ImportOutcome[]; seen: Seen; mode: ValidationMode; maxLine: number; meter: Meter },
+): Promise<{ units: Unit[]; items: number; derived: number }> {
+  const units: Unit[] = [];
+  let items = 0;
+  let derived = 0;
   for (let i = 0; i < files.length; i++) {
+    const file = files[i];
+    if (LINES_FILE.test(file)) {
+      const read = await scanLines(file, given.has(file), ctx);
+      if (!read) continue;
+      units.push({ lines: read.lines });
+      items += read.items;
+      derived += read.derived;
+      continue;
+    }
     if (i % 500 === 499) await new Promise((r) => setImmediate(r));
-    for (const item of readItems(files[i], rejected, given.has(files[i]), mode)) out.push(item);
+    const read = readItems(file, ctx.rejected, given.has(file), ctx.mode);
+    for (const item of read) {
+      if (item.uuid) see(ctx.seen, item.uuid, item.source);
+      if (item.derived) derived++;
+      hold(ctx.meter, item.json.length);
+    }
+    items += read.length;
+    if (read.length) units.push({ items: read });
   }
-  return out;
+  return { units, items, derived };
 }
 
 /** Starts the group's instance for this command alone (as the group's own role, like a started group): import, dump. */
@@ -421,7 +644,7 @@ export async function startTemporary(
  * registry has one, otherwise into a temporary instance started (and stopped) for the import.
  */
 export async function importFiles(
-  opts: { group: string; paths: string[]; envDir: string; instancesDir: string; progress?: boolean },
+  opts: { group: string; paths: string[]; envDir: string; instancesDir: string; progress?: boolean; notableOnly?: boolean },
   launcher: LauncherEnvironment,
 ): Promise<ImportReport> {
   const spec = loadGroup(opts.group, resolveDir(opts.envDir), launcher);
@@ -435,9 +658,19 @@ export async function importFiles(
   // Its failure is reported where it is awaited, after the reading (not as an unhandled rejection meanwhile).
   temporary?.catch(() => undefined);
   const outcomes: ImportOutcome[] = [];
-  let read: Item[];
+  const seen: Seen = { last: new Map(), repeated: new Map() };
+  const meter = createMeter();
+  // A line must fit a batch of one in a request body: the brackets around it take two bytes.
+  const maxLine = spec.config.rest.bodyLimit - 2;
+  let read: Awaited<ReturnType<typeof readAll>>;
   try {
-    read = await readAllItems(files, outcomes, new Set(opts.paths.map((p) => path.resolve(p))), spec.config.validation);
+    read = await readAll(files, new Set(opts.paths.map((p) => path.resolve(p))), {
+      rejected: outcomes,
+      seen,
+      mode: spec.config.validation,
+      maxLine,
+      meter,
+    });
   } catch (err) {
     await temporary?.then(
       (t) => t.stop(),
@@ -445,8 +678,8 @@ export async function importFiles(
     );
     throw err;
   }
-  const derived = read.filter((i) => i.derived).length;
-  const { send: items, skipped, collisions } = dropCollisions(read);
+  const { skip, skipped, collisions } = collisionsOf(seen);
+  seen.last.clear();
   outcomes.push(...skipped);
 
   let stopTemporary: (() => Promise<void>) | undefined;
@@ -461,25 +694,34 @@ export async function importFiles(
     api = t.api;
   }
   const t0 = Date.now();
-  const progress = createProgress(items.length, Boolean(opts.progress));
+  const progress = createProgress(read.items - skip.size, Boolean(opts.progress));
+  const written = { stored: 0, replaced: 0 };
   let pending: number | null;
   try {
     let done = 0;
     // Two batches in flight: the server parses and validates one while PostgreSQL stores the
-    // other. Items of an import have distinct uuids (the last file of each is kept), so their
-    // order doesn't matter; the report keeps file order.
-    const all = [...batches(items)];
+    // other, and the next is read meanwhile (NDJSON files a line at a time, so what is held stays
+    // about three batches whatever the file's size). Items of an import have distinct uuids (the
+    // last file of each is kept), so their order doesn't matter; the report keeps file order.
+    const queue = batches(outgoing(read.units, skip, maxLine, meter), Math.min(BATCH_BYTES, spec.config.rest.bodyLimit), meter);
     const results: ImportOutcome[][] = [];
     let taken = 0;
     const sender = async () => {
-      for (let k = taken++; k < all.length; k = taken++) {
-        results[k] = await postBatch(api, headers, all[k]);
-        done += results[k].length;
+      for (;;) {
+        // An async generator answers its callers in call order: batch k goes to the k-th call.
+        const k = taken++;
+        const next = await queue.next();
+        if (next.done) return;
+        const got = await postBatch(api, headers, next.value);
+        hold(meter, -next.value.held);
+        for (const o of got) if (o.outcome === 'stored' || o.outcome === 'replaced') written[o.outcome]++;
+        results[k] = opts.notableOnly ? got.filter((o) => (o.outcome !== 'stored' && o.outcome !== 'replaced') || o.warnings?.length) : got;
+        done += got.length;
         progress.update(done);
       }
     };
     await Promise.all([sender(), sender()]);
-    for (const r of results) outcomes.push(...r);
+    for (const r of results) if (r) outcomes.push(...r);
     progress.update(done, true);
     // Indexing runs behind the writes: say what is not searchable yet (a temporary instance
     // leaves it queued for the group's server).
@@ -491,11 +733,11 @@ export async function importFiles(
   return {
     group: spec.name,
     files: files.length,
-    stored: count('stored'),
-    replaced: count('replaced'),
+    stored: written.stored,
+    replaced: written.replaced,
     rejected: count('rejected'),
     skipped: count('skipped'),
-    derived_uuids: derived,
+    derived_uuids: read.derived,
     with_warnings: outcomes.filter((x) => x.warnings?.length).length,
     collisions,
     ignored,
@@ -505,6 +747,7 @@ export async function importFiles(
     pending_index: pending,
     running: Boolean(running),
     temporary_instance_user: temporaryUser,
+    peak_buffered_bytes: meter.peak,
   };
 }
 
@@ -560,7 +803,7 @@ export function registerImport(program: Command): void {
   addInstancesDirFlag(cmd);
   cmd.action(async (paths: string[], opts: { group: string; envDir: string; instancesDir: string; json?: boolean }) => {
     const launcher = readLauncherEnvironment();
-    const report = await importFiles({ ...opts, paths, progress: launcher.interactive && !opts.json }, launcher);
+    const report = await importFiles({ ...opts, paths, progress: launcher.interactive && !opts.json, notableOnly: !opts.json }, launcher);
     process.stdout.write((opts.json ? JSON.stringify(report, null, 2) : formatImport(report)) + '\n');
     if (report.rejected) note(`${report.rejected} vCon(s) rejected`);
     process.exitCode = report.rejected ? 1 : 0;

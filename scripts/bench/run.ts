@@ -29,7 +29,20 @@ import { readRssMb, startFloorServer, startServer, type Child } from './processe
 import { formatTable, writeReport, type BenchReport } from './report.js';
 import { makeFigure, median, type Figure } from './stats.js';
 
-const SECTIONS = ['stages', 'import', 'bodies', 'ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'density', 'diagnostics'] as const;
+const SECTIONS = [
+  'stages',
+  'import',
+  'dump',
+  'bodies',
+  'ingest',
+  'routes',
+  'search',
+  'memory',
+  'create',
+  'launcher',
+  'density',
+  'diagnostics',
+] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Options {
@@ -76,7 +89,8 @@ const USAGE = `Usage: npm run bench [-- options]
                      groups connect to PostgreSQL directly, through a real PgBouncer the bench
                      starts (Debian's package), or each N both ways (default: both when pgbouncer
                      is installed)
-  --import-count <n> vCon files of the import section (default 100000; quick 2000)
+  --import-count <n> vCon files of the import section (default 100000; quick 2000); the dump
+                     section imports as many, then dumps them and imports the dump into a fresh group
   --profile          run the main server under node --cpu-prof (profiles in the run directory)
   --keep             keep the schemas and the run directory
   --out <dir>        results directory (default tests/bench/results)
@@ -234,11 +248,14 @@ async function main(): Promise<void> {
       for (const b of stages) log(`  ${b.what}: ${b.total.wall_ms.toFixed(2)} ms wall, ${b.total.cpu_ms.toFixed(2)} ms CPU`);
     });
 
-  // vcon-launch import of a generated corpus into a group on the embedded PostgreSQL.
-  if (opts.sections.has('import'))
-    await section('import', async () => {
-      log(`import: ${opts.importCount} vCon files through vcon-launch import (embedded PostgreSQL)`);
-      figures.push(...(await measureImport({ count: opts.importCount, seed: opts.seed, log })));
+  // vcon-launch import of a generated corpus into a group on the embedded PostgreSQL; with the
+  // dump section, that group dumped and the dump imported into a fresh group (the same run's import is its baseline).
+  if (opts.sections.has('import') || opts.sections.has('dump'))
+    await section(opts.sections.has('dump') ? 'dump' : 'import', async () => {
+      log(
+        `import: ${opts.importCount} vCon files through vcon-launch import (embedded PostgreSQL)${opts.sections.has('dump') ? ', then dump and back' : ''}`,
+      );
+      figures.push(...(await measureImport({ count: opts.importCount, seed: opts.seed, roundTrip: opts.sections.has('dump'), log })));
     });
 
   // 50 concurrent 14 MB creates on a server of its own: its peak and settled RSS.
@@ -250,8 +267,8 @@ async function main(): Promise<void> {
       figures.push(...(await measureBodies({ databaseUrl, schema, runDir, concurrent: 50, log })));
     });
 
-  // The density, stages, import and bodies sections bring their own PostgreSQL or schema: alone, they need no corpus.
-  const needsCorpus = [...opts.sections].some((s) => s !== 'density' && s !== 'stages' && s !== 'import' && s !== 'bodies');
+  // The density, stages, import, dump and bodies sections bring their own PostgreSQL or schema: alone, they need no corpus.
+  const needsCorpus = [...opts.sections].some((s) => !['density', 'stages', 'import', 'dump', 'bodies'].includes(s));
   try {
     if (!needsCorpus) throw new SkipCorpus();
     // Corpus shape, from a sample.
