@@ -154,12 +154,16 @@ export function createChangeService(deps: ChangeServiceDeps) {
 
     /**
      * Where a stream starts: `Last-Event-ID` (a reconnecting EventSource) wins over `after`;
-     * `after=now` starts at the current horizon; neither starts at the oldest entry held.
+     * `after=now` starts at the end of the log, once every cursor taken before the call is
+     * committed or rolled back (the settled horizon, where a new webhook endpoint starts too);
+     * neither starts at the oldest entry held. The horizon as of now could lie anywhere below the
+     * end while an older transaction runs, 0 on a process that had not read the log yet: the
+     * stream then sent a client that asked for new changes the whole retained log.
      */
     async openStream(raw: unknown, lastEventId: string | undefined): Promise<StreamStart> {
       const q = parseParams(ChangesStreamQuery, raw);
       const resumed = lastEventId === undefined ? undefined : parseParams(LastEventId, { 'Last-Event-ID': lastEventId })['Last-Event-ID'];
-      if (resumed === undefined && q.after === 'now') return { after: await currentHorizon(), kinds: q.kinds };
+      if (resumed === undefined && q.after === 'now') return { after: await settledHorizon(), kinds: q.kinds };
       const after = resumed ?? q.after;
       return { after: await checkAfter(after === undefined ? undefined : BigInt(after)), kinds: q.kinds };
     },
