@@ -1,9 +1,11 @@
-// A stream opened with after=now starts at the end of the log, never at its start, also on a
-// process that has not read the log yet while another transaction runs (on a shared database
-// something always does: replicas, indexers, other groups). Such a transaction, holding a
-// transaction id, is held open across the service's samples here: from the horizon as of now the
-// stream started at cursor 0 and sent the whole retained log to a client that asked for new changes.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// Where the change service's horizon stands. A stream opened with after=now starts at the end of
+// the log, never at its start, also on a process that has not read the log yet while another
+// transaction runs (on a shared database something always does: replicas, indexers, other
+// groups). Such a transaction, holding a transaction id, is held open across the service's samples
+// here: from the horizon as of now the stream started at cursor 0 and sent the whole retained log
+// to a client that asked for new changes. And a write after a quiet spell is sampled twice at once,
+// not a poll apart (the poll's timer is faked: only its firings sample the log, besides that one).
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { createChangeRepo } from '../../src/db/change-repo.js';
 import { createVconRepo } from '../../src/db/vcon-repo.js';
@@ -54,7 +56,7 @@ async function olderTransaction() {
 }
 
 /** A change service on the real repo, with the number of samples it has taken of the log. */
-function countingService() {
+function countingService(pollMs = 10) {
   const repo = createChangeRepo(t.sql);
   const counter = { samples: 0 };
   const sample = async () => {
@@ -62,7 +64,7 @@ function countingService() {
     counter.samples++;
     return s;
   };
-  return { counter, service: createChangeService({ repo: { ...repo, sample }, retentionHours: 24, pollMs: 10 }) };
+  return { counter, service: createChangeService({ repo: { ...repo, sample }, retentionHours: 24, pollMs }) };
 }
 
 describe('GET /changes/stream?after=now', () => {
@@ -81,6 +83,37 @@ describe('GET /changes/stream?after=now', () => {
       // ... then starts where the log ended when it was asked, not at its start.
       expect((await opening).after).toBeGreaterThanOrEqual(last);
     } finally {
+      service.stop();
+    }
+  });
+});
+
+describe('sampling the log while something follows it', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('takes the sample that pairs new cursors with a transaction id at once after a quiet spell, not a poll later', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const { counter, service } = countingService(50);
+    const following = new AbortController();
+    service.watch(() => undefined, following.signal);
+    /** One firing of the poll's timer, and the samples it led to. */
+    const poll = async () => {
+      const n = counter.samples;
+      vi.advanceTimersByTime(50);
+      await waitFor(() => counter.samples > n, 20_000, 5, 'the poll to sample the log');
+    };
+    try {
+      // Quiet: the horizon has reached the log's last value (other sessions' transactions end meanwhile).
+      const [{ last }] = await t.sql<{ last: string | null }[]>`select pg_sequence_last_value('change_log_cursor_seq')::text as last`;
+      for (let i = 0; i < 2 || service.horizon < BigInt(last ?? '0'); i++) await poll();
+      await write();
+      const before = counter.samples;
+      await poll();
+      // No further firing: the second sample follows the first by itself.
+      await waitFor(() => counter.samples >= before + 2, 20_000, 5, 'a second sample without a poll');
+      expect(counter.samples).toBe(before + 2);
+    } finally {
+      following.abort();
       service.stop();
     }
   });
