@@ -20,6 +20,7 @@ import { measureSearch } from './search.js';
 import { formatDevSet, measureDevSet } from './devset.js';
 import { measureLauncher } from './launcher.js';
 import { measureBodies } from './bodies.js';
+import { measureChanges } from './changes.js';
 import { densityFigures, densityMarkdown, runDensity, type DensityResult } from './density.js';
 import { pgbouncerInstalled } from './pgbouncer.js';
 import { measureImport } from './import.js';
@@ -29,7 +30,20 @@ import { readRssMb, startFloorServer, startServer, type Child } from './processe
 import { formatTable, writeReport, type BenchReport } from './report.js';
 import { makeFigure, median, type Figure } from './stats.js';
 
-const SECTIONS = ['stages', 'import', 'bodies', 'ingest', 'routes', 'search', 'memory', 'create', 'launcher', 'density', 'diagnostics'] as const;
+const SECTIONS = [
+  'stages',
+  'import',
+  'bodies',
+  'changes',
+  'ingest',
+  'routes',
+  'search',
+  'memory',
+  'create',
+  'launcher',
+  'density',
+  'diagnostics',
+] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Options {
@@ -250,8 +264,26 @@ async function main(): Promise<void> {
       figures.push(...(await measureBodies({ databaseUrl, schema, runDir, concurrent: 50, log })));
     });
 
-  // The density, stages, import and bodies sections bring their own PostgreSQL or schema: alone, they need no corpus.
-  const needsCorpus = [...opts.sections].some((s) => s !== 'density' && s !== 'stages' && s !== 'import' && s !== 'bodies');
+  // The change feed: stream latency, one stream's read rate, idle streams, 1,000 streams, webhooks, the log's write cost.
+  if (opts.sections.has('changes'))
+    await section('changes', async () => {
+      const r = await measureChanges({
+        databaseUrl,
+        schemaPrefix: runId,
+        onSchema: (s) => schemas.add(s),
+        runDir,
+        seed: opts.seed,
+        quick: opts.quick,
+        rounds: opts.rounds,
+        log,
+      });
+      figures.push(...r.figures);
+      notes.push(...r.notes);
+    });
+
+  // The density, stages, import, bodies and changes sections bring their own PostgreSQL or schemas: alone, they need no corpus.
+  const noCorpus = new Set<Section>(['density', 'stages', 'import', 'bodies', 'changes']);
+  const needsCorpus = [...opts.sections].some((s) => !noCorpus.has(s));
   try {
     if (!needsCorpus) throw new SkipCorpus();
     // Corpus shape, from a sample.
