@@ -20,6 +20,7 @@ import { measureSearch } from './search.js';
 import { formatDevSet, measureDevSet } from './devset.js';
 import { measureLauncher } from './launcher.js';
 import { measureBodies } from './bodies.js';
+import { measureChanges } from './changes.js';
 import { densityFigures, densityMarkdown, runDensity, type DensityResult } from './density.js';
 import { pgbouncerInstalled } from './pgbouncer.js';
 import { measureImport } from './import.js';
@@ -34,6 +35,7 @@ const SECTIONS = [
   'import',
   'dump',
   'bodies',
+  'changes',
   'ingest',
   'routes',
   'search',
@@ -267,8 +269,26 @@ async function main(): Promise<void> {
       figures.push(...(await measureBodies({ databaseUrl, schema, runDir, concurrent: 50, log })));
     });
 
-  // The density, stages, import, dump and bodies sections bring their own PostgreSQL or schema: alone, they need no corpus.
-  const needsCorpus = [...opts.sections].some((s) => !['density', 'stages', 'import', 'dump', 'bodies'].includes(s));
+  // The change feed: stream latency, one stream's read rate, idle streams, 1,000 streams, webhooks, the log's write cost.
+  if (opts.sections.has('changes'))
+    await section('changes', async () => {
+      const r = await measureChanges({
+        databaseUrl,
+        schemaPrefix: runId,
+        onSchema: (s) => schemas.add(s),
+        runDir,
+        seed: opts.seed,
+        quick: opts.quick,
+        rounds: opts.rounds,
+        log,
+      });
+      figures.push(...r.figures);
+      notes.push(...r.notes);
+    });
+
+  // The density, stages, import, dump, bodies and changes sections bring their own PostgreSQL or schemas: alone, they need no corpus.
+  const noCorpus = new Set<Section>(['density', 'stages', 'import', 'dump', 'bodies', 'changes']);
+  const needsCorpus = [...opts.sections].some((s) => !noCorpus.has(s));
   try {
     if (!needsCorpus) throw new SkipCorpus();
     // Corpus shape, from a sample.

@@ -35,7 +35,7 @@ function createHub(services: Services): SubscriptionHub {
     following = { abort, started: ready };
     void (async () => {
       try {
-        // From the horizon as of now: every write acknowledged before the subscribe answer is below it.
+        // From the end of the log as of now (after=now): every write acknowledged before the subscribe answer is below it.
         const start = await services.changes.openStream({ after: 'now' }, undefined);
         started();
         await services.changes.follow(

@@ -65,6 +65,7 @@ export function createChangeService(deps: ChangeServiceDeps) {
 
   async function step(): Promise<void> {
     const s = await repo.sample();
+    const caughtUp = lastSeen === undefined || lastSeen <= horizon;
     const newest = pending.at(-1);
     if (lastSeen !== undefined && lastSeen > horizon && (!newest || newest.cursor < lastSeen)) pending.push({ cursor: lastSeen, xmax: s.xmax });
     lastSeen = s.lastCursor;
@@ -73,6 +74,10 @@ export function createChangeService(deps: ChangeServiceDeps) {
     const before = horizon;
     while (pending.length > 0 && pending[0].xmax <= s.xmin) horizon = pending.shift()!.cursor;
     if (horizon > before) for (const wake of followers) wake();
+    // The log moved after a quiet spell: the sample that pairs the new cursors with a transaction id
+    // is taken at once, not a poll later (a write at idle reached its streams one poll sooner). At
+    // most one more sample per quiet spell; under a steady stream of writes nothing changes.
+    if (caughtUp && lastSeen > horizon && followers.size > 0 && !stopped) tick().catch(() => undefined);
   }
 
   /** One sample, after any in flight; callers arriving before it starts share it. */
@@ -154,12 +159,16 @@ export function createChangeService(deps: ChangeServiceDeps) {
 
     /**
      * Where a stream starts: `Last-Event-ID` (a reconnecting EventSource) wins over `after`;
-     * `after=now` starts at the current horizon; neither starts at the oldest entry held.
+     * `after=now` starts at the end of the log, once every cursor taken before the call is
+     * committed or rolled back (the settled horizon, where a new webhook endpoint starts too);
+     * neither starts at the oldest entry held. The horizon as of now could lie anywhere below the
+     * end while an older transaction runs, 0 on a process that had not read the log yet: the
+     * stream then sent a client that asked for new changes the whole retained log.
      */
     async openStream(raw: unknown, lastEventId: string | undefined): Promise<StreamStart> {
       const q = parseParams(ChangesStreamQuery, raw);
       const resumed = lastEventId === undefined ? undefined : parseParams(LastEventId, { 'Last-Event-ID': lastEventId })['Last-Event-ID'];
-      if (resumed === undefined && q.after === 'now') return { after: await currentHorizon(), kinds: q.kinds };
+      if (resumed === undefined && q.after === 'now') return { after: await settledHorizon(), kinds: q.kinds };
       const after = resumed ?? q.after;
       return { after: await checkAfter(after === undefined ? undefined : BigInt(after)), kinds: q.kinds };
     },
