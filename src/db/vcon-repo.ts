@@ -84,6 +84,10 @@ export function createVconRepo(db: Db) {
    * go as one JSON array split by json_array_elements, which hands each element on as its own text:
    * the stored json is the document's JSON.stringify exactly, key order included. (As a text[]
    * instead, every quote of every document was escaped into the array literal by postgres.js.)
+   * That array, and every derived table's rows below, is sent as the JSON text made here (cast
+   * `::text::json`), not as the objects for postgres.js to serialise: a query keeps its arguments
+   * until its answer, and the documents' object trees then lived through every database round
+   * trip, long enough for the young generation's collections to promote them to the old one.
    */
   const vconInsert = (items: StoredVcon[]) => {
     const col = <T>(pick: (i: StoredVcon) => T) => items.map(pick) as never;
@@ -98,7 +102,7 @@ export function createVconRepo(db: Db) {
                ${d((x) => x.updated_at?.toISOString() ?? null)}::timestamptz[], ${d((x) => x.counts.parties)}::int[],
                ${d((x) => x.counts.dialog)}::int[], ${d((x) => x.counts.analysis)}::int[], ${d((x) => x.counts.attachments)}::int[],
                ${d((x) => tagsSig(x.tags))}::text[]),
-        json_array_elements(${col((i) => i.doc)}::json))
+        json_array_elements(${JSON.stringify(items.map((i) => i.doc))}::text::json))
         as u(uuid, kind, subject, created_at, updated_at, pc, dc, ac, tc, sig, doc)`;
   };
 
@@ -109,32 +113,32 @@ export function createVconRepo(db: Db) {
    */
   const derivedInserts = (items: StoredVcon[]) => {
     const rows = <T extends object>(pick: (d: Derived) => T[]) =>
-      items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))) as never;
+      JSON.stringify(items.flatMap((i) => pick(i.derived).map((r) => ({ vcon_uuid: i.uuid, ...r }))));
     // One row per vCon with dialogs: its facts as arrays (0001_schema.sql), sent as array literals.
-    const dialogs = items.flatMap(({ uuid, derived: { dialogs: f } }) => (f ? [{ vcon_uuid: uuid, ...dialogArrays(f) }] : []));
+    const dialogs = JSON.stringify(items.flatMap(({ uuid, derived: { dialogs: f } }) => (f ? [{ vcon_uuid: uuid, ...dialogArrays(f) }] : [])));
     return db`
       p as (
         insert into vcon_parties (vcon_uuid, idx, name, tel, mailto, party_uuid)
-        select x.* from json_to_recordset(${rows((d) => d.parties)}::json)
+        select x.* from json_to_recordset(${rows((d) => d.parties)}::text::json)
           as x(vcon_uuid uuid, idx int, name text, tel text, mailto text, party_uuid text) where x.vcon_uuid in (select uuid from v)),
       d as (
         insert into vcon_dialogs (vcon_uuid, types, durations, mediatypes, encodings, body_bytes)
-        select x.* from json_to_recordset(${dialogs as never}::json)
+        select x.* from json_to_recordset(${dialogs}::text::json)
           as x(vcon_uuid uuid, types text[], durations double precision[], mediatypes text[], encodings text[], body_bytes int[])
           where x.vcon_uuid in (select uuid from v)),
       a as (
         insert into vcon_analyses (vcon_uuid, idx, type, vendor, product, schema, encoding, body_bytes)
-        select x.* from json_to_recordset(${rows((d) => d.analyses)}::json)
+        select x.* from json_to_recordset(${rows((d) => d.analyses)}::text::json)
           as x(vcon_uuid uuid, idx int, type text, vendor text, product text, schema text, encoding text, body_bytes int)
           where x.vcon_uuid in (select uuid from v)),
       t as (
         insert into vcon_attachments (vcon_uuid, idx, purpose, type, encoding, mediatype, body_bytes)
-        select x.* from json_to_recordset(${rows((d) => d.attachments)}::json)
+        select x.* from json_to_recordset(${rows((d) => d.attachments)}::text::json)
           as x(vcon_uuid uuid, idx int, purpose text, type text, encoding text, mediatype text, body_bytes int)
           where x.vcon_uuid in (select uuid from v)),
       g as (
         insert into vcon_tags (vcon_uuid, key, value)
-        select x.* from json_to_recordset(${rows((d) => d.tags)}::json) as x(vcon_uuid uuid, key text, value text)
+        select x.* from json_to_recordset(${rows((d) => d.tags)}::text::json) as x(vcon_uuid uuid, key text, value text)
           where x.vcon_uuid in (select uuid from v))`;
   };
 

@@ -182,5 +182,16 @@ describe('key handling', () => {
     const all = lines.join('\n');
     expect(all).toMatch(/request completed/);
     expect(all).not.toMatch(/super-secret-key-1|wrong-secret-key-2|someone@example\.com/);
+    // The access line (written through a child logger without the root's redaction): the root's
+    // bindings, then the request, its status and time, in this order.
+    const access = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request completed');
+    expect(access.map((l) => [l.level, (l.res as { statusCode: number }).statusCode])).toEqual([
+      [30, 200],
+      [40, 401],
+      [40, 401],
+    ]);
+    for (const l of access) expect(Object.keys(l)).toEqual(['level', 'time', 'pid', 'instance', 'schema', 'req', 'res', 'responseTime', 'msg']);
+    expect(access[0]).toMatchObject({ schema, req: { method: 'GET', path: '/api/v1/vcons' } });
+    expect(Object.keys(access[0].req as object)).toEqual(['id', 'method', 'path']);
   });
 });
