@@ -131,18 +131,11 @@ export async function stopPid(pid: number, graceMs: number): Promise<'stopped' |
  * NODE_OPTIONS setting it wins. Single-threaded GC: with so small a young generation, handing each
  * scavenge and marking to V8's helper threads cost more CPU than it saved (POST /vcons: ~100 µs
  * per create in the bench), and the index thread's GC then runs on that thread, at its lower
- * priority. A heap growing factor of 2: V8 sizes the next full collection from the heap's
- * ceiling, and under a ceiling this small (heapFlag below, and the index thread's resourceLimits)
- * it takes the factor of a low-memory device, ~1.3 instead of up to 4, so a busy group marked its
- * whole heap about every 170 creates, a fifth of its request thread's CPU. With 2: POST /vcons at
- * 32 connections ~13% less CPU per create (both threads), RSS under load +30 MB, the same once
- * idle (10 alternating rounds, same minutes). (Node refuses these two in NODE_OPTIONS, so there is
- * nothing of the operator's to defer to.)
+ * priority. (Node refuses it in NODE_OPTIONS, so there is nothing of the operator's to defer to.)
  */
 export const childNodeFlags = (env: Record<string, string>) => [
   ...(/max-semi-space-size/.test(env.NODE_OPTIONS ?? '') ? [] : ['--max-semi-space-size=2']),
   '--single-threaded-gc',
-  '--heap-growing-percent=100',
   ...heapFlag(env),
 ];
 

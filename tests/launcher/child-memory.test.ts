@@ -1,5 +1,5 @@
 // The memory and GC settings every group's process starts with (many groups per machine, CPU per write): a small young
-// generation, single-threaded GC, a heap growing factor of 2 and two malloc arenas, each unless the operator's environment says
+// generation, single-threaded GC and two malloc arenas, each unless the operator's environment says
 // otherwise (where Node lets it). Read from the running processes themselves (/proc), as an
 // operator would check them.
 import { readFileSync } from 'node:fs';
@@ -21,16 +21,13 @@ describe('memory settings of a group process', () => {
     await ws?.cleanup();
   });
 
-  test('two malloc arenas, a 2 MB semi-space, single-threaded GC, a heap growing factor of 2 and a heap ceiling by default; an operator setting wins where NODE_OPTIONS may set it', async () => {
+  test('two malloc arenas, a 2 MB semi-space, single-threaded GC and a heap ceiling by default; an operator setting wins where NODE_OPTIONS may set it', async () => {
     const r = await ws.run(['start', '--all', '--detach']);
     expect(r.exitCode, r.stderr).toBe(0);
     const reg = ws.registry();
     expect(environ(reg.plain.pid)).toContain('MALLOC_ARENA_MAX=2');
     expect(argv(reg.plain.pid)).toContain('--max-semi-space-size=2');
     expect(argv(reg.plain.pid)).toContain('--single-threaded-gc');
-    // Not the low-memory factor V8 derives from a small ceiling: the next full collection at twice the live heap.
-    expect(argv(reg.plain.pid)).toContain('--heap-growing-percent=100');
-    expect(argv(reg.tuned.pid)).toContain('--heap-growing-percent=100');
     // The heap ceiling: three quarters of VCON_MEMORY_LIMIT (512 MB by default) less the index
     // thread's fifth of it (76 MiB), unless NODE_OPTIONS sets one.
     expect(argv(reg.plain.pid)).toContain('--max-old-space-size=308');
