@@ -3,7 +3,6 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
 import { createCredentialStore, type CredentialStore } from '../credentials.js';
 import { readLauncherEnvironment, type LauncherEnvironment } from '../environment.js';
@@ -340,12 +339,6 @@ const composeHeader = (specs: GroupSpec[], identities: Map<string, Identity>) =>
   );
 };
 
-/** PgBouncer's md5 secret of a role: "md5" + md5(password + role), what auth_type = md5 checks against. */
-const md5Secret = (role: string, password: string) =>
-  `md5${createHash('md5')
-    .update(password + role)
-    .digest('hex')}`;
-
 /** PgBouncer's quoting of a userlist field ("" doubles a quote). */
 const quoted = (v: string) => `"${v.replace(/"/g, '""')}"`;
 
@@ -360,6 +353,7 @@ export function pgbouncerFiles(specs: GroupSpec[], identities: Map<string, Ident
   const users: string[] = [];
   const secrets: string[] = [];
   const totals = new Map<string, number>();
+  let largestPool = 1;
   for (const spec of specs) {
     const env = identities.get(spec.name)!.env;
     const url = new URL(env.DATABASE_URL);
@@ -372,11 +366,12 @@ export function pgbouncerFiles(specs: GroupSpec[], identities: Map<string, Ident
     const role = decodeURIComponent(url.username);
     const pool = spec.config.db.pool.size * spec.config.replicas;
     const analyze = spec.config.db.pool.analyze;
-    users.push(`${role} = pool_size=${pool} max_user_connections=${pool}`);
-    secrets.push(`${quoted(role)} ${quoted(md5Secret(role, decodeURIComponent(url.password)))}`);
+    users.push(`${role} = max_user_connections=${pool}`);
+    largestPool = Math.max(largestPool, pool, analyze);
+    secrets.push(`${quoted(role)} ${quoted(decodeURIComponent(url.password))}`);
     if (env.ANALYZE_DATABASE_USER && env.ANALYZE_DATABASE_PASSWORD && analyze > 0) {
-      users.push(`${env.ANALYZE_DATABASE_USER} = pool_size=${analyze} max_user_connections=${analyze}`);
-      secrets.push(`${quoted(env.ANALYZE_DATABASE_USER)} ${quoted(md5Secret(env.ANALYZE_DATABASE_USER, env.ANALYZE_DATABASE_PASSWORD))}`);
+      users.push(`${env.ANALYZE_DATABASE_USER} = max_user_connections=${analyze}`);
+      secrets.push(`${quoted(env.ANALYZE_DATABASE_USER)} ${quoted(env.ANALYZE_DATABASE_PASSWORD)}`);
     }
     totals.set(database, (totals.get(database) ?? 0) + pool + analyze);
   }
@@ -390,9 +385,15 @@ export function pgbouncerFiles(specs: GroupSpec[], identities: Map<string, Ident
     '[pgbouncer]',
     'listen_addr = 0.0.0.0',
     'listen_port = 6432',
-    'auth_type = md5',
+    // The passwords themselves in the auth file (mode 0600, like the env files that hold them too):
+    // PostgreSQL 14 and later store SCRAM verifiers, and PgBouncer can log in to the server with
+    // SCRAM only from a password or the server's own verifier, never from an md5 secret.
+    'auth_type = scram-sha-256',
     'auth_file = userlist.txt',
     'pool_mode = transaction',
+    // A role's pool is one database and user pair: as large as the largest group's, each role then
+    // held to its own by max_user_connections (PgBouncer 1.18, Debian 12's, refuses pool_size in [users]).
+    `default_pool_size = ${largestPool}`,
     // Each group's client pool (DB_POOLER=pgbouncer: PGBOUNCER_POOL_MAX by default) per process, with room.
     `max_client_conn = ${Math.max(
       100,
@@ -430,7 +431,7 @@ export function exportGroups(opts: ExportOptions, launcher: Pick<LauncherEnviron
   const written: string[] = [];
   if (opts.target === 'pgbouncer') {
     const { ini, userlist } = pgbouncerFiles(specs, identities);
-    const header = `# PgBouncer config, written by vcon-launch export from env/ (${new Date().toISOString()}); userlist.txt holds the roles' md5 secrets: keep both private.\n`;
+    const header = `# PgBouncer config, written by vcon-launch export from env/ (${new Date().toISOString()}); userlist.txt holds the roles' passwords: keep both private.\n`;
     const files = { 'pgbouncer.ini': header + ini, 'userlist.txt': userlist };
     for (const [name, text] of Object.entries(files)) {
       writePrivate(path.join(out, name), text);

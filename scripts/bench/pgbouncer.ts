@@ -33,44 +33,67 @@ const md5Secret = (user: string, password: string) =>
     .update(password + user)
     .digest('hex')}`;
 
-/** Starts PgBouncer in front of `server` (host:port) for the given users. */
-export async function startPgBouncer(opts: {
-  server: { host: string; port: number };
-  users: { name: string; password: string }[];
-  /** Server connections per user (each group role has its own pool). */
-  poolSize: number;
-  /** Server connections of the database over all users (0: no limit). */
-  maxDbConnections?: number;
-  maxClientConn?: number;
-}): Promise<PgBouncer> {
+/** PgBouncer's own files as `vcon-launch export --target pgbouncer` wrote them. */
+export interface ExportedPgBouncer {
+  ini: string;
+  userlist: string;
+}
+
+/**
+ * Starts PgBouncer in front of `server` (host:port) for the given users, or with the files `export`
+ * wrote (only where it listens, its auth file's path, its log and pid file are changed).
+ */
+export async function startPgBouncer(
+  opts:
+    | {
+        server: { host: string; port: number };
+        users: { name: string; password: string }[];
+        /** Server connections per user (each group role has its own pool). */
+        poolSize: number;
+        /** Server connections of the database over all users (0: no limit). */
+        maxDbConnections?: number;
+        maxClientConn?: number;
+      }
+    | { exported: ExportedPgBouncer; maxClientConn?: undefined; maxDbConnections?: undefined },
+): Promise<PgBouncer> {
   if (!BINARY) throw new Error('pgbouncer is not installed: apt-get install -y pgbouncer (.ci/run does)');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'vcon-pgbouncer-'));
   chmodSync(dir, 0o777);
   const port = await freePort();
   const userlist = path.join(dir, 'userlist.txt');
-  writeFileSync(userlist, opts.users.map((u) => `"${u.name}" "${md5Secret(u.name, u.password)}"\n`).join(''));
   const ini = path.join(dir, 'pgbouncer.ini');
   const log = path.join(dir, 'pgbouncer.log');
-  writeFileSync(
-    ini,
-    [
-      '[databases]',
-      `* = host=${opts.server.host} port=${opts.server.port}`,
-      '[pgbouncer]',
-      'listen_addr = 127.0.0.1',
-      `listen_port = ${port}`,
-      'unix_socket_dir =',
-      'auth_type = md5',
-      `auth_file = ${userlist}`,
-      'pool_mode = transaction',
-      `default_pool_size = ${opts.poolSize}`,
-      `max_db_connections = ${opts.maxDbConnections ?? 0}`,
-      `max_client_conn = ${opts.maxClientConn ?? 500}`,
-      `logfile = ${log}`,
-      `pidfile = ${path.join(dir, 'pgbouncer.pid')}`,
-      '',
-    ].join('\n'),
-  );
+  const runtime = [`unix_socket_dir =`, `logfile = ${log}`, `pidfile = ${path.join(dir, 'pgbouncer.pid')}`];
+  if ('exported' in opts) {
+    writeFileSync(userlist, opts.exported.userlist);
+    const set: Record<string, string> = { listen_addr: '127.0.0.1', listen_port: String(port), auth_file: userlist };
+    const lines = opts.exported.ini.split('\n').map((l) => {
+      const key = /^(\w+)\s*=/.exec(l)?.[1];
+      return key && key in set ? `${key} = ${set[key]}` : l;
+    });
+    writeFileSync(ini, [...lines, ...runtime, ''].join('\n'));
+  } else {
+    writeFileSync(userlist, opts.users.map((u) => `"${u.name}" "${md5Secret(u.name, u.password)}"\n`).join(''));
+    writeFileSync(
+      ini,
+      [
+        '[databases]',
+        `* = host=${opts.server.host} port=${opts.server.port}`,
+        '[pgbouncer]',
+        'listen_addr = 127.0.0.1',
+        `listen_port = ${port}`,
+        'unix_socket_dir =',
+        'auth_type = md5',
+        `auth_file = ${userlist}`,
+        'pool_mode = transaction',
+        `default_pool_size = ${opts.poolSize}`,
+        `max_db_connections = ${opts.maxDbConnections ?? 0}`,
+        `max_client_conn = ${opts.maxClientConn ?? 500}`,
+        ...runtime,
+        '',
+      ].join('\n'),
+    );
+  }
   for (const f of [userlist, ini]) chmodSync(f, 0o644);
   const asRoot = process.getuid?.() === 0;
   // One descriptor per client and server connection: a soft limit of 1024 (runuser's default)

@@ -377,24 +377,22 @@ describe('a bad env file', () => {
     const userlist = readFileSync(path.join(out, 'userlist.txt'), 'utf8');
     const acme = roleOf(ws, 'acme');
     const beta = roleOf(ws, 'Beta.team');
-    const md5 = (role: string, pw: string) =>
-      `md5${createHash('md5')
-        .update(pw + role)
-        .digest('hex')}`;
     expect(userlist.split('\n').filter(Boolean).sort()).toEqual(
       [
-        `"${acme.role}" "${md5(acme.role, 'acme-role-pw')}"`,
-        `"${acme.analyzeRole}" "${md5(acme.analyzeRole, 'acme-analyze-pw')}"`,
-        `"${beta.role}" "${md5(beta.role, 'beta-role-pw')}"`,
-        `"${beta.analyzeRole}" "${md5(beta.analyzeRole, 'beta-analyze-pw')}"`,
+        `"${acme.role}" "acme-role-pw"`,
+        `"${acme.analyzeRole}" "acme-analyze-pw"`,
+        `"${beta.role}" "beta-role-pw"`,
+        `"${beta.analyzeRole}" "beta-analyze-pw"`,
       ].sort(),
     );
     // One database entry for the server both groups use; acme's pool is DB_POOL_MAX (10) × 3 replicas.
     expect(ini).toMatch(/^vcon = host=db\.internal port=5432 dbname=vcon max_db_connections=\d+$/m);
-    expect(ini).toContain(`${acme.role} = pool_size=30 max_user_connections=30`);
-    expect(ini).toContain(`${beta.role} = pool_size=10 max_user_connections=10`);
+    expect(ini).toContain(`${acme.role} = max_user_connections=30`);
+    expect(ini).toContain(`${beta.role} = max_user_connections=10`);
+    expect(ini).toMatch(/^default_pool_size = 30$/m);
     expect(ini).toMatch(/^pool_mode = transaction$/m);
-    expect(ini).toMatch(/^auth_type = md5$/m);
+    expect(ini).toMatch(/^auth_type = scram-sha-256$/m);
+    // The passwords are in the userlist (mode 0600), never in the config.
     expect(ini).not.toContain('acme-role-pw');
   });
 
