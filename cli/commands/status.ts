@@ -8,7 +8,7 @@ import { resolveDir, SHARED_FILE } from '../groups.js';
 import { addInstancesDirFlag } from '../options.js';
 import { formatTable, note } from '../output.js';
 import { createRegistry, instanceKey, type InstanceState, type LastExit, type RegistryEntry } from '../registry.js';
-import { splitPool, type PoolSplit } from '../../src/config.js';
+import { EnvSchema, splitPool, type PoolSplit } from '../../src/config.js';
 import { endpointId, redactUrl, type EndpointHealth } from '../../src/domain/webhook-endpoints.js';
 import { formatSplit } from '../budget.js';
 
@@ -54,18 +54,22 @@ function groupEnvOf(envFile: string): Record<string, string | undefined> | undef
   }
 }
 
+type Shape = typeof EnvSchema.shape;
+/** One variable of a group's env file, read by the server's own rule; undefined when the file or the value is unusable. */
+function groupSetting<K extends 'WEBHOOK_URLS' | 'API_KEYS' | 'API_KEYS_READONLY' | 'METRICS_KEY' | 'API_KEY_HEADER'>(
+  env: Record<string, string | undefined> | undefined,
+  name: K,
+): ReturnType<Shape[K]['parse']> | undefined {
+  const parsed = EnvSchema.shape[name].safeParse(env?.[name]);
+  return parsed.success ? (parsed.data as ReturnType<Shape[K]['parse']>) : undefined;
+}
+
 /** /health's webhook states, each with its URL (without credentials or query) when the env file names it. */
 function webhooksOf(health: unknown, envFile: string): WebhookStatus[] | null {
   const list = (health as { webhooks?: unknown } | undefined)?.webhooks;
   if (!Array.isArray(list)) return null;
   const urls = new Map<string, string>();
-  for (const u of (groupEnvOf(envFile)?.WEBHOOK_URLS ?? '').split(',').map((x) => x.trim())) {
-    try {
-      if (u) urls.set(endpointId(u), redactUrl(u));
-    } catch {
-      /* not a URL: the instance refused to start with it anyway */
-    }
-  }
+  for (const u of groupSetting(groupEnvOf(envFile), 'WEBHOOK_URLS') ?? []) urls.set(endpointId(u), redactUrl(u));
   return (list as Partial<WebhookStatus>[]).map((w) => ({
     id: String(w.id),
     url: urls.get(String(w.id)) ?? null,
@@ -283,8 +287,10 @@ function p95Between(
 function metricsKeyOf(envFile: string): { header: string; key: string } | undefined {
   const env = groupEnvOf(envFile);
   if (!env) return undefined;
-  const key = [env.METRICS_KEY, ...(env.API_KEYS_READONLY ?? '').split(','), ...(env.API_KEYS ?? '').split(',')].map((k) => k?.trim()).find((k) => k);
-  return key ? { header: env.API_KEY_HEADER?.trim() || 'authorization', key } : undefined;
+  const key = [groupSetting(env, 'METRICS_KEY'), ...(groupSetting(env, 'API_KEYS_READONLY') ?? []), ...(groupSetting(env, 'API_KEYS') ?? [])].find(
+    (k) => k,
+  );
+  return key ? { header: groupSetting(env, 'API_KEY_HEADER') ?? 'authorization', key } : undefined;
 }
 
 async function scrape(row: GroupStatus): Promise<Map<string, { labels: string; value: number }[]> | undefined> {
