@@ -20,13 +20,28 @@ function install(name: string, mode: number): string {
   return root;
 }
 
+/** A Node binary (an empty file will do: only its directories are checked) under a directory at `mode`. */
+function nodeBinary(name: string, mode: number): string {
+  const bin = path.join(base, name, 'bin', 'node');
+  mkdirSync(path.dirname(bin), { recursive: true });
+  writeFileSync(bin, '');
+  chmodSync(path.join(base, name), mode);
+  return bin;
+}
+
 describe('groups as their own OS users', () => {
   test('an install other users can reach is usable; one under a 0700 directory is not, and says where', () => {
-    expect(installUnreachableByOthers(install('open', 0o755))).toBeUndefined();
-    expect(installUnreachableByOthers(install('closed', 0o700))).toBe(`${path.join(base, 'closed')} does not let other users through`);
+    // This test's own Node may sit in a checkout others cannot enter (CI installs it there): an explicit one.
+    const node = nodeBinary('node-open', 0o755);
+    expect(installUnreachableByOthers(install('open', 0o755), node)).toBeUndefined();
+    expect(installUnreachableByOthers(install('closed', 0o700), node)).toBe(`${path.join(base, 'closed')} does not let other users through`);
     const unreadable = install('unreadable', 0o755);
     chmodSync(path.join(unreadable, 'dist', 'src', 'main.js'), 0o600);
-    expect(installUnreachableByOthers(unreadable)).toMatch(/main\.js is not readable by other users$/);
+    expect(installUnreachableByOthers(unreadable, node)).toMatch(/main\.js is not readable by other users$/);
+    // The Node binary counts too: groups run it as their own users.
+    expect(installUnreachableByOthers(install('open2', 0o755), nodeBinary('node-closed', 0o700))).toBe(
+      `${path.join(base, 'node-closed')} does not let other users through`,
+    );
   });
 
   test('auto: on as root where the install is reachable, off otherwise; off and on as set', () => {
