@@ -12,7 +12,6 @@ import { createCors, REST_CORS } from '../transport/cors.js';
 import { sendError } from '../transport/errors.js';
 import { createBodyParser } from './body.js';
 import { createBodyGate } from '../transport/in-flight.js';
-import { createAdmissionGate } from './admission.js';
 import { registerRoutes } from './routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import type { OpEnv } from '../transport/operations.js';
@@ -131,8 +130,7 @@ export function buildApp(deps: AppDeps): Express {
     api.use(createBodyGate(config.rest.bodyLimit, services.bodies));
     api.use(createBodyParser(config));
     registerRoutes(api, 'ungated', env, { restEnabled });
-    api.use(createAdmissionGate(services.admission));
-    registerRoutes(api, 'gated', env, { restEnabled });
+    registerRoutes(api, 'gated', env, { restEnabled, admission: services.admission });
   }
   app.use(base || '/', api);
 

@@ -5,6 +5,8 @@ import type { AuthInfo } from '../transport/auth.js';
 import { ROUTES, type Method, type OpEnv, type Operation } from '../transport/operations.js';
 import type { RequestCtx } from '../services/context.js';
 import { AppError } from '../domain/errors.js';
+import type { Admission } from '../services/admission.js';
+import { admitted } from './admission.js';
 
 /** The service context of a REST request: the key's scope, never the key itself. */
 export function ctxOf(req: Request, res: Response): RequestCtx {
@@ -51,10 +53,10 @@ const stageOf = (o: Operation): RouteStage => (o.scope === 'none' ? 'open' : o.u
 
 /**
  * Registers the routes of one stage, generated from the operation table: the open routes before
- * the key check, the ungated ones after the body parser, the rest behind the admission gate. Each
- * path answers its methods and 405 (with Allow) to any other.
+ * the key check, the ungated ones after the body parser, the rest each with a turn of the pool
+ * (`admitted`). Each path answers its methods and 405 (with Allow) to any other.
  */
-export function registerRoutes(router: Router, stage: RouteStage, env: OpEnv, opts: { restEnabled: boolean }): void {
+export function registerRoutes(router: Router, stage: RouteStage, env: OpEnv, opts: { restEnabled: boolean; admission?: Admission }): void {
   const paths = new Map<string, Operation[]>();
   for (const o of ROUTES) {
     if (stageOf(o) !== stage || !(opts.restEnabled || o.alwaysServed)) continue;
@@ -63,12 +65,15 @@ export function registerRoutes(router: Router, stage: RouteStage, env: OpEnv, op
   for (const [path, ops] of paths) {
     const route = router.route(path);
     // In one order whatever the table's, so that Allow lists a path's methods the same way.
-    for (const o of ops.toSorted((a, b) => METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method))) route[o.method](handlerOf(o, env));
+    for (const o of ops.toSorted((a, b) => METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method))) {
+      const handler = handlerOf(o, env);
+      route[o.method](stage === 'gated' && opts.admission ? admitted(opts.admission, handler) : handler);
+    }
     route.all(methodNotAllowed);
   }
 }
 
-function handlerOf(o: Operation, env: OpEnv): RequestHandler {
+function handlerOf(o: Operation, env: OpEnv): (req: Request, res: Response) => Promise<void> {
   return async (req, res) => {
     const input = { path: req.params as Record<string, string>, query: queryOf(req), body: req.body as unknown };
     const ctx = ctxOf(req, res);

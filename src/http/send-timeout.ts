@@ -11,6 +11,9 @@ import type { Logger } from '../logger.js';
 export function createSendTimeout(ms: number, log: Logger) {
   return (res: ServerResponse): void => {
     res.once('prefinish', () => {
+      // Everything already handed to the operating system (the usual case: node writes an ended
+      // answer at once when the socket takes it): nothing is held for the client, nothing to time.
+      if (!res.socket || res.socket.writableLength === 0) return;
       const timer = setTimeout(() => {
         log.warn({ send_timeout_ms: ms }, 'client did not take its answer within SEND_TIMEOUT_MS; connection closed');
         res.destroy();

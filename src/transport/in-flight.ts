@@ -34,7 +34,9 @@ export function onAnswer(res: ServerResponse, fn: () => void): void {
  */
 export function createBodyGate(bodyLimit: number, budget: BodyBudget): RequestHandler {
   return (req, res, next) => {
-    onAnswer(res, budget.reserve(bodyBytesOf(req.headers, bodyLimit)));
+    // A request without a body (every GET) holds nothing: no hook on its answer.
+    const bytes = bodyBytesOf(req.headers, bodyLimit);
+    if (bytes > 0) onAnswer(res, budget.reserve(bytes));
     next();
   };
 }

@@ -1,14 +1,14 @@
-// The admission gate over real HTTP: a request whose client disconnects while it waits for a
+// A route's pool turn (`admitted`) over real HTTP: a request whose client disconnects while it waits for a
 // pool turn gives the turn back when it gets it (else the pool stays full for good).
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdmission } from '../../src/services/admission.js';
-import { createAdmissionGate } from '../../src/http/admission.js';
+import { admitted } from '../../src/http/admission.js';
 import { waitFor } from '../helpers/poll.js';
 
-describe('admission gate', () => {
+describe('admitted routes', () => {
   const admission = createAdmission({ limit: 1, maxWaitMs: 10_000 });
   let hold: (() => void) | undefined;
   let server: Server;
@@ -16,11 +16,25 @@ describe('admission gate', () => {
   let closedSockets = 0;
   beforeAll(async () => {
     const app = express();
-    app.use(createAdmissionGate(admission));
-    app.get('/slow', (_req, res) => {
-      hold = () => res.end('slow');
-    });
-    app.get('/fast', (_req, res) => res.end('fast'));
+    app.get(
+      '/slow',
+      admitted(
+        admission,
+        (_req, res) =>
+          new Promise<void>((done) => {
+            hold = () => {
+              res.end('slow');
+              done();
+            };
+          }),
+      ),
+    );
+    app.get(
+      '/fast',
+      admitted(admission, async (_req, res) => {
+        res.end('fast');
+      }),
+    );
     server = createServer(app);
     server.on('connection', (socket) => socket.on('close', () => closedSockets++));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
