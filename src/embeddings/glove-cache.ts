@@ -7,6 +7,8 @@
 // common component, all at known offsets. Each process reads only the few bytes a word needs
 // with positional reads, so the table sits once in the OS page cache for every group on the
 // machine instead of ~70 MB in each process (many groups per machine).
+// A memory-mapped store (LMDB) was measured against it: faster lookups, but every process maps
+// the table into its RSS (+20 MB per server); docs/architecture.md, Search, has the numbers.
 import {
   closeSync,
   createReadStream,
