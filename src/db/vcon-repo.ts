@@ -255,10 +255,14 @@ export function createVconRepo(db: Db) {
         order by uuid`;
     },
 
-    /** The stored document as its JSON text, exactly as written (no parse, no re-serialisation). */
-    async getText(uuid: string): Promise<string | undefined> {
-      const [row] = await db<{ doc: string }[]>`select doc::text as doc from vcons where uuid = ${uuid}::uuid`;
-      return row?.doc;
+    /**
+     * The stored document as the bytes of its JSON text, exactly as written: no parse, no
+     * re-serialisation, and not even decoded into a string (postgres.js `raw`: the column's bytes
+     * as they came from the server), so a read goes from the row into the answer as one copy.
+     */
+    async getBytes(uuid: string): Promise<Buffer | undefined> {
+      const [row] = await db`select doc from vcons where uuid = ${uuid}::uuid`.raw();
+      return row?.[0] ?? undefined;
     },
 
     /**

@@ -311,14 +311,15 @@ export function createVconService(deps: VconServiceDeps) {
     },
 
     /**
-     * The whole document as stored JSON text, when no plugin has a read hook to run (otherwise
-     * undefined: the caller goes through get). Saves a parse and a re-serialisation per read.
+     * The whole document as the bytes of its stored JSON text, when no plugin has a read hook to
+     * run (otherwise undefined: the caller goes through get). Saves a parse and a re-serialisation
+     * per read.
      */
-    async getText(uuid: string): Promise<string | undefined> {
+    async getStored(uuid: string): Promise<Buffer | undefined> {
       if (hasReadHooks) return undefined;
-      const text = await repo.getText(uuid);
-      if (text === undefined) throw new NotFoundError('vcon', uuid);
-      return text;
+      const bytes = await repo.getBytes(uuid);
+      if (bytes === undefined) throw new NotFoundError('vcon', uuid);
+      return bytes;
     },
 
     /** One vCon; `summary` = metadata plus summary analyses, `metadata` = no content arrays. */

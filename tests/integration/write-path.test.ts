@@ -55,16 +55,16 @@ describe('stored document text', () => {
     const r = await services.vcons.batch(structuredClone(docs), internalCtx);
     expect(r.failed, JSON.stringify(r.results)).toBe(0);
     for (const [i, doc] of docs.entries()) {
-      expect(await services.vcons.getText(r.results[i].uuid as string)).toBe(JSON.stringify(doc));
+      expect((await services.vcons.getStored(r.results[i].uuid as string))?.toString()).toBe(JSON.stringify(doc));
     }
     const one = tricky(7);
     const c = await services.vcons.create(structuredClone(one), internalCtx);
-    expect(await services.vcons.getText(c.uuid)).toBe(JSON.stringify(one));
+    expect((await services.vcons.getStored(c.uuid))?.toString()).toBe(JSON.stringify(one));
     // A replacement in a batch: the service adds updated_at at the end, the rest as sent.
     const again = { ...plain[0], subject: 'replaced $1' };
     const r2 = await services.vcons.batch([structuredClone(again), tricky(9)], internalCtx);
     expect(r2.results.map((x) => x.status)).toEqual([200, 201]);
-    const text = await services.vcons.getText(plain[0].uuid);
+    const text = (await services.vcons.getStored(plain[0].uuid))?.toString();
     const stored = JSON.parse(text as string);
     expect(text).toBe(JSON.stringify({ ...again, updated_at: stored.updated_at }));
     const [row] = await t.sql<{ subject: string; created_at: Date; parties_count: number; tags_sig: string | null }[]>`
@@ -224,7 +224,7 @@ describe('a batch written in chunks (statements pipelined on the transaction)', 
     expect(await countOf('vcon_dialogs', stored)).toBe(98);
     expect(await countOf('vcon_analyses', stored)).toBe(98);
     expect(await countOf('vcon_tags', stored)).toBe(98);
-    expect(JSON.parse((await services.vcons.getText(existing[1].uuid)) as string).subject).toBe('replaced');
+    expect(JSON.parse((await services.vcons.getStored(existing[1].uuid))!.toString()).subject).toBe('replaced');
   });
 
   it('runs beforeCreate hooks before its transaction takes a connection (a hook may wait on anything, the pool too)', async () => {
@@ -316,7 +316,7 @@ describe('labels of the derived rows', () => {
     const [row] = await t.sql<{ vendor: string }[]>`select vendor from vcon_analyses where vcon_uuid = ${d.uuid}::uuid`;
     expect(row.vendor).toBe('v'.repeat(MAX_LABEL_CHARS - 1));
     // The document keeps the whole vendor.
-    expect(JSON.parse((await services.vcons.getText(d.uuid)) as string).analysis[0].vendor).toBe(vendor);
+    expect(JSON.parse((await services.vcons.getStored(d.uuid))!.toString()).analysis[0].vendor).toBe(vendor);
   });
 });
 

@@ -57,7 +57,7 @@ const PARITY: Record<string, Entry> = {
   'vcons.getAttachments': { rest: [`GET /vcons/${U}/attachments`] },
   'vcons.modify': { internal: 'locked read-modify-write used by the tag service' },
   'vcons.readDoc': { internal: 'hooked document read used by the other read operations' },
-  'vcons.getText': { internal: 'the unparsed text of a document for GET /vcons/:uuid when no read hook is loaded (get_vcon uses get)' },
+  'vcons.getStored': { internal: 'the stored bytes of a document for GET /vcons/:uuid when no read hook is loaded (get_vcon uses get)' },
   'tags.get': { rest: [`GET /vcons/${U}/tags`] },
   'tags.getOne': { rest: [`GET /vcons/${U}/tags?key=k`] },
   'tags.set': { rest: [`PUT /vcons/${U}/tags/k`] },
