@@ -1,6 +1,7 @@
 // The launcher's only reader of process.env (one reader of the environment per program): what children inherit, and the
 // launcher's own DATABASE_URL. Group settings come from env files, never from the shell.
 import { EnvSchema, type EnvInput } from '../src/config.js';
+import { ADVISORY_LOCK_WAIT_MS } from '../src/db/advisory-lock.js';
 import { UserError } from './errors.js';
 
 export interface LauncherEnvironment {
@@ -24,6 +25,11 @@ export interface LauncherEnvironment {
   groupUsers: 'on' | 'off' | 'auto';
   /** VCON_LAUNCH_MAX_RESTARTS: consecutive failed restarts before a supervisor leaves an instance `crashed`. */
   maxRestarts?: number;
+  /**
+   * VCON_LAUNCH_LOCK_WAIT_MS: how long provisioning and removal wait for the launcher's provisioning
+   * lock (one per database) before failing with the holder's pid, user and application name.
+   */
+  lockWaitMs: number;
 }
 
 const SERVER_VARIABLES = new Set(Object.keys(EnvSchema.shape));
@@ -40,6 +46,15 @@ function maxRestartsOf(raw: string | undefined): number | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
   const n = Number(raw);
   if (!/^\d+$/.test(raw.trim()) || n > 1000) throw new UserError(`VCON_LAUNCH_MAX_RESTARTS must be a whole number from 0 to 1000, got "${raw}"`);
+  return n;
+}
+
+/** VCON_LAUNCH_LOCK_WAIT_MS in milliseconds; unset means the lock's default (ADVISORY_LOCK_WAIT_MS). */
+function lockWaitOf(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === '') return ADVISORY_LOCK_WAIT_MS;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n < 100 || n > 3_600_000)
+    throw new UserError(`VCON_LAUNCH_LOCK_WAIT_MS must be a whole number of milliseconds from 100 to 3600000, got "${raw}"`);
   return n;
 }
 
@@ -60,5 +75,6 @@ export function readLauncherEnvironment(env: EnvInput = process.env): LauncherEn
     allowSharedSuperuser: isOn(env.VCON_LAUNCH_ALLOW_SHARED_SUPERUSER),
     groupUsers: isOn(env.VCON_LAUNCH_GROUP_USERS) ? 'on' : isOff(env.VCON_LAUNCH_GROUP_USERS) ? 'off' : 'auto',
     maxRestarts: maxRestartsOf(env.VCON_LAUNCH_MAX_RESTARTS),
+    lockWaitMs: lockWaitOf(env.VCON_LAUNCH_LOCK_WAIT_MS),
   };
 }

@@ -108,7 +108,7 @@ export async function prepareIdentities(
   databases: Databases,
   opts: {
     store: CredentialStore;
-    launcher: Pick<LauncherEnvironment, 'roles' | 'allowSharedSuperuser'> & Partial<Pick<LauncherEnvironment, 'pgPassword'>>;
+    launcher: Pick<LauncherEnvironment, 'roles' | 'allowSharedSuperuser'> & Partial<Pick<LauncherEnvironment, 'pgPassword' | 'lockWaitMs'>>;
     detach?: boolean;
     rotate?: boolean;
     quiet?: boolean;
@@ -179,6 +179,7 @@ export async function prepareIdentities(
       // Stored before PostgreSQL learns it: a crash in between leaves a password we still know.
       opts.store.save(spec.name, creds);
       const outcome = await provisionGroupRoles(admin, {
+        lockWaitMs: opts.launcher.lockWaitMs,
         schema,
         role: creds.role,
         password: creds.password,

@@ -94,6 +94,7 @@ async function provisionOne(
   passwords: { role: string; analyze: string },
   analyzeConnections: number,
   hardenPublic: boolean,
+  lockWaitMs: number,
 ) {
   const schema = spec.config.db.schema;
   await refuseRoleNamedSchema(admin, spec, await adminPowers(admin));
@@ -107,6 +108,7 @@ async function provisionOne(
     password: passwords.role,
     analyze: { role: names.analyzeRole, password: passwords.analyze, limits: { ...DEFAULT_ANALYZE_LIMITS, connections: analyzeConnections } },
     hardenPublic,
+    lockWaitMs,
   });
   const url = withCredentials(adminUrl, names.role, passwords.role);
   await migrateAs(url, spec, 'provision');
@@ -139,7 +141,7 @@ export async function provisionGroups(opts: ProvisionOptions, launcher: Launcher
         analyze,
         publicGrants,
         database,
-      } = await provisionOne(admin, adminUrl, spec, passwords, analyzeConnectionsOf(spec), Boolean(opts.hardenPublic));
+      } = await provisionOne(admin, adminUrl, spec, passwords, analyzeConnectionsOf(spec), Boolean(opts.hardenPublic), launcher.lockWaitMs);
       if (!opts.print) writeGroupCredentials(spec.envFile, url, analyze);
       results.push({
         group: spec.name,

@@ -95,7 +95,7 @@ async function dropInDatabase(spec: GroupSpec, opts: RemoveOptions, launcher: La
       : pickAdminUrl(spec, groupRoleNamesOf(spec, spec.databaseUrl ?? launcher.databaseUrl ?? '').role, opts, launcher, envDir);
     const admin = openAdmin(adminUrl);
     try {
-      const dropped = await removeGroupObjects(admin, schema);
+      const dropped = await removeGroupObjects(admin, schema, { lockWaitMs: launcher.lockWaitMs });
       note(
         `group ${spec.name}: ${dropped.schema ? `dropped schema ${schema}` : `schema ${schema} did not exist`}` +
           `${dropped.roles.length ? `, roles ${dropped.roles.join(', ')}` : ', no roles of the launcher for it'}`,

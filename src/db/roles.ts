@@ -171,6 +171,8 @@ export interface ProvisionInput {
    * embedded database). Without it nothing outside the group's own roles and schema changes.
    */
   hardenPublic?: boolean;
+  /** How long to wait for the provisioning lock (VCON_LAUNCH_LOCK_WAIT_MS); the lock's default otherwise. */
+  lockWaitMs?: number;
 }
 
 export interface ProvisionOutcome {
@@ -197,7 +199,7 @@ export async function provisionGroupRoles(admin: Sql, input: ProvisionInput): Pr
     // One provisioning at a time per database: every run changes the same catalog rows (the
     // database's and schema public's ACLs), and concurrent GRANT/REVOKE on them fail with
     // "tuple concurrently updated".
-    await lockForTransaction(tx, 'vcon-launch:provision');
+    await lockForTransaction(tx, 'vcon-launch:provision', input.lockWaitMs);
     const database = await currentDatabase(tx as unknown as Sql);
     const names = { role, analyzeRole: input.analyze?.role };
     const markers = await roleMarkers(tx as unknown as Sql, [role, ...(names.analyzeRole ? [names.analyzeRole] : [])]);
@@ -356,11 +358,15 @@ export async function dropGroupRoles(admin: Sql, schema: string): Promise<void> 
  * refusal (a role still holding rights elsewhere, an admin that may not drop them) rolls all of it
  * back: nothing changed. Returns what was dropped.
  */
-export async function removeGroupObjects(admin: Sql, schema: string, opts: { schema?: boolean } = {}): Promise<{ schema: boolean; roles: string[] }> {
+export async function removeGroupObjects(
+  admin: Sql,
+  schema: string,
+  opts: { schema?: boolean; lockWaitMs?: number } = {},
+): Promise<{ schema: boolean; roles: string[] }> {
   return admin.begin(async (tx) => {
     // DROP OWNED rewrites the same shared ACL rows as provisioning: serialise on its lock, or a
     // concurrent provision (or drop) fails with 'tuple concurrently updated'.
-    await lockForTransaction(tx, 'vcon-launch:provision');
+    await lockForTransaction(tx, 'vcon-launch:provision', opts.lockWaitMs);
     const database = await currentDatabase(tx as unknown as Sql);
     let droppedSchema = false;
     if (opts.schema !== false) {

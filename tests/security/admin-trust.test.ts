@@ -11,7 +11,7 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, test } from 'vitest';
 import { databaseOfUrl, dropGroupRoles, groupRoleNames, openAdmin, withCredentials } from '../../src/db/roles.js';
 import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
-import { api, createWorkspace, roleNamesOf, waitFor, type Workspace } from '../launcher/helpers.js';
+import { api, cliEnv, createWorkspace, roleNamesOf, waitFor, type Workspace } from '../launcher/helpers.js';
 
 const tag = () => randomBytes(4).toString('hex');
 const workspaces: Workspace[] = [];
@@ -316,10 +316,12 @@ describe('what a leaked group-role password still gives', () => {
     const holder = connectAsGroup(ws, 'lh', 'leaked-lock-holder');
     try {
       const [{ pid }] = await holder<{ pid: number }[]>`select pg_backend_pid() as pid, pg_advisory_lock(hashtext('vcon-launch:provision'))`;
-      const w = await ws.run(['start', '--group', 'lw', '--detach']);
+      // The lock is the database's, so every launcher on it (another test run's too) waits while it
+      // is held: a short wait keeps the hold short.
+      const w = await ws.run(['start', '--group', 'lw', '--detach'], { env: { ...cliEnv(), VCON_LAUNCH_LOCK_WAIT_MS: '1000' } });
       expect(w.exitCode).not.toBe(0);
       expect(w.stderr).toContain(
-        `group lw: waited 10000 ms for the advisory lock "vcon-launch:provision", held by pid ${pid} (user ${credentialsOf(ws, 'lh').role}, application_name "leaked-lock-holder")`,
+        `group lw: waited 1000 ms for the advisory lock "vcon-launch:provision", held by pid ${pid} (user ${credentialsOf(ws, 'lh').role}, application_name "leaked-lock-holder")`,
       );
     } finally {
       await holder.end();

@@ -55,6 +55,15 @@ describe("the launcher's PGPASSWORD never reaches a group's process", () => {
     expect(launcher.inherited).toEqual({ PATH: '/bin' });
   });
 
+  test('VCON_LAUNCH_LOCK_WAIT_MS bounds the wait for the provisioning lock: 10 s unless set, and a clear error for a bad value', () => {
+    expect(readLauncherEnvironment({}).lockWaitMs).toBe(10_000);
+    expect(readLauncherEnvironment({ VCON_LAUNCH_LOCK_WAIT_MS: '2500' }).lockWaitMs).toBe(2_500);
+    for (const bad of ['10s', '-1', '50', '1.5'])
+      expect(() => readLauncherEnvironment({ VCON_LAUNCH_LOCK_WAIT_MS: bad })).toThrow(
+        `VCON_LAUNCH_LOCK_WAIT_MS must be a whole number of milliseconds from 100 to 3600000, got "${bad}"`,
+      );
+  });
+
   test('withPassword puts the password into a URL that names none, and leaves one that does as it is', () => {
     expect(withPassword('postgres://admin@db:5432/x', 'p@ss/w')).toBe('postgres://admin:p%40ss%2Fw@db:5432/x');
     expect(withPassword('postgres://admin:own@db/x', 'other')).toBe('postgres://admin:own@db/x');
