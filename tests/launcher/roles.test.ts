@@ -6,7 +6,7 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { adminSql, databaseUrl } from '../helpers/db.js';
+import { adminSql, asProvisioner, databaseUrl } from '../helpers/db.js';
 import { cliEnv, createWorkspace, roleNamesOf, type Workspace } from './helpers.js';
 import { installUnreachableByOthers } from '../../cli/os-users.js';
 import { packageRoot } from '../../src/paths.js';
@@ -93,15 +93,16 @@ describe('without the power to create roles', () => {
   let ws: Workspace;
   beforeAll(async () => {
     const admin = adminSql();
+    let db: string;
     try {
       // A user that may create schemas in the database but not roles (a typical application user).
       // With a password: the embedded test cluster asks every connection for one.
       await admin.unsafe(`create role "${user}" login password 'plain-pw'`);
-      const [{ db }] = await admin`select current_database() as db`;
-      await admin.unsafe(`grant create on database "${db}" to "${user}"`);
+      [{ db }] = await admin<{ db: string }[]>`select current_database() as db`;
     } finally {
       await admin.end();
     }
+    await asProvisioner([`grant create on database "${db}" to "${user}"`]);
     ws = createWorkspace(['na', 'nb']);
     const u = new URL(databaseUrl());
     u.username = user;
@@ -111,13 +112,7 @@ describe('without the power to create roles', () => {
   afterAll(async () => {
     await ws.run(['stop', '--all']);
     await ws?.cleanup();
-    const admin = adminSql();
-    try {
-      await admin.unsafe(`drop owned by "${user}" cascade`);
-      await admin.unsafe(`drop role if exists "${user}"`);
-    } finally {
-      await admin.end();
-    }
+    await asProvisioner([`drop owned by "${user}" cascade`, `drop role if exists "${user}"`]);
   });
 
   test('check and start say the groups share one identity; status shows it', async () => {

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
-import { adminSql, createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
+import { adminSql, asProvisioner, createTestSchema, databaseUrl, type TestSchema } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { waitFor } from '../launcher/helpers.js';
 
@@ -138,10 +138,7 @@ describe('PostgreSQL refusing a connection for capacity (53300)', () => {
   afterAll(async () => {
     await s?.close();
     await t?.drop();
-    const admin = adminSql();
-    await admin.unsafe(`drop owned by "${role}"`).catch(() => undefined);
-    await admin.unsafe(`drop role if exists "${role}"`);
-    await admin.end();
+    await asProvisioner([`drop owned by "${role}"`, `drop role if exists "${role}"`]).catch(() => undefined);
   });
 
   const roleConnections = async () => {

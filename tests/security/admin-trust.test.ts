@@ -10,7 +10,7 @@ import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, describe, expect, test } from 'vitest';
 import { databaseOfUrl, dropGroupRoles, groupRoleNames, openAdmin, withCredentials } from '../../src/db/roles.js';
-import { adminSql, databaseUrl, testSchemaName } from '../helpers/db.js';
+import { adminSql, asProvisioner, databaseUrl, testSchemaName } from '../helpers/db.js';
 import { api, cliEnv, createWorkspace, roleNamesOf, waitFor, type Workspace } from '../launcher/helpers.js';
 
 const tag = () => randomBytes(4).toString('hex');
@@ -136,15 +136,12 @@ describe("the admin connection never runs a group's code", () => {
       expect(m.exitCode, m.stdout + m.stderr).toBe(0);
       expect(await recorded(`"${adminName}".trap_log`)).toEqual([]);
     } finally {
-      const admin = adminSql();
-      try {
-        await admin.unsafe(`drop schema "${adminName}" cascade`);
-        await admin.unsafe(`drop role "${owner}"`);
-        await admin.unsafe(`drop owned by "${adminName}" cascade`);
-        await admin.unsafe(`drop role "${adminName}"`);
-      } finally {
-        await admin.end();
-      }
+      await asProvisioner([
+        `drop schema "${adminName}" cascade`,
+        `drop role "${owner}"`,
+        `drop owned by "${adminName}" cascade`,
+        `drop role "${adminName}"`,
+      ]);
     }
   }, 180_000);
 
