@@ -41,20 +41,20 @@ const NOT_INHERITED = new Set(['PGPASSWORD']);
 const isOn = (v: string | undefined) => ['1', 'true', 'yes', 'on'].includes((v ?? '').trim().toLowerCase());
 const isOff = (v: string | undefined) => ['0', 'false', 'no', 'off'].includes((v ?? '').trim().toLowerCase());
 
-/** VCON_LAUNCH_MAX_RESTARTS as a count; unset means the supervisor's default (one per backoff step). */
-function maxRestartsOf(raw: string | undefined): number | undefined {
-  if (raw === undefined || raw.trim() === '') return undefined;
+/**
+ * A whole-number launcher variable within [min, max]; unset or empty gives `fallback`. `unit` names
+ * what the number counts in the error ("milliseconds"), when it is not a plain count.
+ */
+function wholeNumberOf<T extends number | undefined>(
+  name: string,
+  raw: string | undefined,
+  range: { min: number; max: number; unit?: string },
+  fallback: T,
+): number | T {
+  if (raw === undefined || raw.trim() === '') return fallback;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw.trim()) || n > 1000) throw new UserError(`VCON_LAUNCH_MAX_RESTARTS must be a whole number from 0 to 1000, got "${raw}"`);
-  return n;
-}
-
-/** VCON_LAUNCH_LOCK_WAIT_MS in milliseconds; unset means the lock's default (ADVISORY_LOCK_WAIT_MS). */
-function lockWaitOf(raw: string | undefined): number {
-  if (raw === undefined || raw.trim() === '') return ADVISORY_LOCK_WAIT_MS;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw.trim()) || n < 100 || n > 3_600_000)
-    throw new UserError(`VCON_LAUNCH_LOCK_WAIT_MS must be a whole number of milliseconds from 100 to 3600000, got "${raw}"`);
+  if (!/^\d+$/.test(raw.trim()) || n < range.min || n > range.max)
+    throw new UserError(`${name} must be a whole number${range.unit ? ` of ${range.unit}` : ''} from ${range.min} to ${range.max}, got "${raw}"`);
   return n;
 }
 
@@ -74,7 +74,13 @@ export function readLauncherEnvironment(env: EnvInput = process.env): LauncherEn
     roles: !isOff(env.VCON_LAUNCH_ROLES),
     allowSharedSuperuser: isOn(env.VCON_LAUNCH_ALLOW_SHARED_SUPERUSER),
     groupUsers: isOn(env.VCON_LAUNCH_GROUP_USERS) ? 'on' : isOff(env.VCON_LAUNCH_GROUP_USERS) ? 'off' : 'auto',
-    maxRestarts: maxRestartsOf(env.VCON_LAUNCH_MAX_RESTARTS),
-    lockWaitMs: lockWaitOf(env.VCON_LAUNCH_LOCK_WAIT_MS),
+    // Unset: the supervisor's default (one restart per backoff step).
+    maxRestarts: wholeNumberOf('VCON_LAUNCH_MAX_RESTARTS', env.VCON_LAUNCH_MAX_RESTARTS, { min: 0, max: 1000 }, undefined),
+    lockWaitMs: wholeNumberOf(
+      'VCON_LAUNCH_LOCK_WAIT_MS',
+      env.VCON_LAUNCH_LOCK_WAIT_MS,
+      { min: 100, max: 3_600_000, unit: 'milliseconds' },
+      ADVISORY_LOCK_WAIT_MS,
+    ),
   };
 }

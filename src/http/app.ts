@@ -130,7 +130,7 @@ export function buildApp(deps: AppDeps): Express {
     api.use(createBodyGate(config.rest.bodyLimit, services.bodies));
     api.use(createBodyParser(config));
     registerRoutes(api, 'ungated', env, { restEnabled });
-    registerRoutes(api, 'gated', env, { restEnabled, admission: services.admission });
+    registerRoutes(api, 'gated', env, { restEnabled });
   }
   app.use(base || '/', api);
 

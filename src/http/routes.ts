@@ -5,7 +5,6 @@ import type { AuthInfo } from '../transport/auth.js';
 import { ROUTES, type Method, type OpEnv, type Operation } from '../transport/operations.js';
 import type { RequestCtx } from '../services/context.js';
 import { AppError } from '../domain/errors.js';
-import type { Admission } from '../services/admission.js';
 import { admitted } from './admission.js';
 
 /** The service context of a REST request: the key's scope, never the key itself. */
@@ -56,7 +55,7 @@ const stageOf = (o: Operation): RouteStage => (o.scope === 'none' ? 'open' : o.u
  * the key check, the ungated ones after the body parser, the rest each with a turn of the pool
  * (`admitted`). Each path answers its methods and 405 (with Allow) to any other.
  */
-export function registerRoutes(router: Router, stage: RouteStage, env: OpEnv, opts: { restEnabled: boolean; admission?: Admission }): void {
+export function registerRoutes(router: Router, stage: RouteStage, env: OpEnv, opts: { restEnabled: boolean }): void {
   const paths = new Map<string, Operation[]>();
   for (const o of ROUTES) {
     if (stageOf(o) !== stage || !(opts.restEnabled || o.alwaysServed)) continue;
@@ -67,7 +66,7 @@ export function registerRoutes(router: Router, stage: RouteStage, env: OpEnv, op
     // In one order whatever the table's, so that Allow lists a path's methods the same way.
     for (const o of ops.toSorted((a, b) => METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method))) {
       const handler = handlerOf(o, env);
-      route[o.method](stage === 'gated' && opts.admission ? admitted(opts.admission, handler) : handler);
+      route[o.method](stage === 'gated' ? admitted(env.services.admission, handler) : handler);
     }
     route.all(methodNotAllowed);
   }

@@ -1,5 +1,6 @@
-// What a request holds while it works (a pool turn, its body's share of the bytes in flight), and
-// when it gives it back: when its answer starts, not when the client has taken the answer.
+// A request body's share of the bytes in flight, and when the request gives it back: when its
+// answer starts, not when the client has taken the answer. (A pool turn is held around the route's
+// handler instead: src/http/admission.ts.)
 import type { ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { bodyBytesOf, type BodyBudget } from '../services/body-budget.js';
@@ -7,10 +8,10 @@ import { bodyBytesOf, type BodyBudget } from '../services/body-budget.js';
 /**
  * Calls `fn` once, when the response starts (its head is written) or closes, whichever comes
  * first. Every route reads the database before it writes its answer, so the start of the answer is
- * where a request's database work ends; a client that never reads the answer must not hold what
- * the request held for it (a pool turn, its body's share of the bytes in flight) until it goes.
+ * where a request's work on its body ends; a client that never reads the answer must not hold its
+ * body's share of the bytes in flight until it goes.
  */
-export function onAnswer(res: ServerResponse, fn: () => void): void {
+function onAnswer(res: ServerResponse, fn: () => void): void {
   let done = false;
   const once = () => {
     if (done) return;
