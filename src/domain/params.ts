@@ -148,6 +148,16 @@ export const TagValue = z
   )
   .describe('Stored as a string');
 
+/**
+ * zod's record skips a "__proto__" member without an issue (it builds its output by assignment), so
+ * a filter naming that tag would lose the pair and match vCons without it: every vCon, when it was
+ * the only pair. Refused with a 400 instead of answered wrong.
+ */
+function refuseProtoKey(v: unknown, ctx: z.RefinementCtx): void {
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || !Object.hasOwn(v, '__proto__')) return;
+  ctx.addIssue({ code: 'custom', path: ['__proto__'], message: 'a tag named "__proto__" can\'t be filtered on' });
+}
+
 /** `tags`: an object (REST: its JSON) of key to string, number or boolean; values read as strings. */
 function tagFilter(required: boolean, describe: string) {
   const record = z
@@ -160,13 +170,17 @@ function tagFilter(required: boolean, describe: string) {
     .describe(describe);
   const parseJson = (v: unknown, ctx: z.RefinementCtx) => {
     if (absent(v)) return undefined;
-    if (typeof v !== 'string') return v;
-    try {
-      return JSON.parse(v) as unknown;
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be a JSON object such as {"status":"open"} (not valid JSON)' });
-      return z.NEVER;
+    let parsed: unknown = v;
+    if (typeof v === 'string') {
+      try {
+        parsed = JSON.parse(v) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object such as {"status":"open"} (not valid JSON)' });
+        return z.NEVER;
+      }
     }
+    refuseProtoKey(parsed, ctx);
+    return parsed;
   };
   if (!required) return z.preprocess(parseJson, record.optional());
   return z.preprocess(

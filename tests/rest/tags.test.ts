@@ -117,6 +117,18 @@ describe('tag routes', () => {
     expect((await s.api(`/vcons/${uuid}`)).body.vcon.attachments).toEqual([]);
   });
 
+  it('refuses a tag filter naming "__proto__" instead of dropping the pair and matching every vCon', async () => {
+    const uuid = await create([]);
+    await s.api(`/vcons/${uuid}/tags/__proto__`, { method: 'PUT', json: { value: 'pv' } });
+    // Written as text: an object literal's __proto__ would set its prototype, not a member.
+    const filter = encodeURIComponent('{"__proto__":"pv"}');
+    for (const path of [`/vcons?tags=${filter}`, `/tags/search?tags=${filter}`, `/vcons/search/content?q=tags&tags=${filter}`]) {
+      const r = await s.api(path);
+      expect(r.status, path).toBe(400);
+      expect(r.body).toMatchObject({ error: 'invalid_parameter', details: [{ path: 'tags.__proto__' }] });
+    }
+  });
+
   it('keeps every one of 20 concurrent PUTs of different keys', async () => {
     const uuid = await create([]);
     const results = await Promise.all(
