@@ -444,6 +444,8 @@ export const ExportQuery = z.object({
   after: UuidParam.optional().describe('Resume after this vCon UUID (the last line received); absent: from the first vCon'),
 });
 
+const sameStrings = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((s, i) => s === b[i]);
+
 /** `PATCH /vcons/:uuid` and update_vcon's `updates`. */
 export const VconPatch = z
   .strictObject(
@@ -464,6 +466,11 @@ export const VconPatch = z
     message: 'nothing to update: send subject, extensions or critical',
     // Unknown fields are stripped from p: only a body with no problem yet can be "nothing".
     when: (payload) => payload.issues.length === 0,
+  })
+  // must_support is stored as critical: two different lists would leave one of them dropped unsaid.
+  .refine((p) => p.critical === undefined || p.must_support === undefined || sameStrings(p.critical, p.must_support), {
+    message: 'differs from critical, which it is stored as: send one of them (must_support is the legacy name of critical)',
+    path: ['must_support'],
   })
   .describe('The fields to change; only subject, extensions and critical (legacy must_support) can be updated');
 

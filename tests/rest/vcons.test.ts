@@ -192,6 +192,13 @@ describe('vCon CRUD', () => {
     expect(bad.body.details[0].path).toBe('parties');
     const wrongType = await s.api(`/vcons/${body.uuid}`, { method: 'PATCH', json: { extensions: 'x' } });
     expect(wrongType.status).toBe(400);
+    // Both names of one field: equal lists are one change, different ones would drop one unsaid.
+    const both = await s.api(`/vcons/${body.uuid}`, { method: 'PATCH', json: { critical: ['a'], must_support: ['a'] } });
+    expect(both.body.vcon.critical).toEqual(['a']);
+    const conflict = await s.api(`/vcons/${body.uuid}`, { method: 'PATCH', json: { critical: ['b'], must_support: ['c'] } });
+    expect(conflict.status).toBe(400);
+    expect(conflict.body.details).toEqual([{ path: 'must_support', message: expect.stringContaining('critical') }]);
+    expect((await s.api(`/vcons/${body.uuid}`)).body.vcon.critical).toEqual(['a']);
     expect((await s.api(`/vcons/${body.uuid}`)).body.vcon.subject).toBe('New');
     expect((await s.api(`/vcons/${randomUUID()}`, { method: 'PATCH', json: { subject: 'x' } })).status).toBe(404);
   });
