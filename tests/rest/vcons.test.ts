@@ -214,6 +214,20 @@ describe('vCon CRUD', () => {
     }
     expect((await s.api(`/vcons/${body.uuid}`, { method: 'DELETE' })).status).toBe(404);
   });
+  it('reads the first of a repeated query parameter and ignores parameters it does not name', async () => {
+    for (let i = 0; i < 3; i++) expect((await s.api('/vcons', { method: 'POST', json: base() })).status).toBe(201);
+    const first = await s.api('/vcons?limit=1&limit=3');
+    expect(first.status).toBe(200);
+    expect(first.body.data).toHaveLength(1);
+    // A bracketed name is another parameter: the default limit holds, as it does for a cache-buster.
+    const other = await s.api('/vcons?limit[]=1&_=12345');
+    expect(other.status).toBe(200);
+    expect(other.body.data.length).toBeGreaterThanOrEqual(3);
+    // The first value is the one checked: a bad one is a 400 naming the parameter.
+    const bad = await s.api('/vcons?limit=zero&limit=1');
+    expect(bad.status).toBe(400);
+    expect(bad.body.details?.[0]?.path ?? bad.body.message).toMatch(/limit/);
+  });
 });
 
 describe('sub-resources', () => {
