@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // vcon-server: one group's instance. Composition root: config → logger → sql → migrate → services
 // → express app (REST + MCP over HTTP) or MCP over stdio.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { realpathSync } from 'node:fs';
@@ -39,7 +39,7 @@ import { createWebhookRepo } from './db/webhook-repo.js';
 import type { Services } from './services/index.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import { createSearch } from './search.js';
-import { buildApp } from './http/app.js';
+import { buildApp, createAppServer } from './http/app.js';
 import { createSendTimeout } from './http/send-timeout.js';
 import { createMetrics } from './services/metrics.js';
 import express, { type Express, type RequestHandler } from 'express';
@@ -356,7 +356,7 @@ export async function startInstance(config: Config, opts: { log?: Logger } = {})
     const metrics = createMetrics({ services, mcp: () => mcp.stats() });
     const app = buildApp({ config, log, services, buildInfo, mount: mcp.mount, metrics });
     const server = await new Promise<Server>((resolve, reject) => {
-      const s = createServer(app).listen(config.mcp.port, config.mcp.host, () => resolve(s));
+      const s = createAppServer(app).listen(config.mcp.port, config.mcp.host, () => resolve(s));
       s.once('error', reject);
     });
     // The keep-alive race: a server that closes an idle connection just as the client sends its
