@@ -156,17 +156,21 @@ export function buildApp(deps: AppDeps): Express {
  * on `GET /vcons/:uuid`, 2.05–2.24 M instructions a request before, 1.26–1.29 M after (callgrind),
  * and 340–497 → 197–216 µs of CPU under the same load (docs/architecture.md).
  */
-export function createAppServer(app: Express): Server {
+export function createAppServer(app: Express, base: NodeHttpTypes = { IncomingMessage, ServerResponse }): Server {
   // node's own constructors (plain functions in node 22 to 26) on objects whose prototype is
   // express's. Not a subclass: that would put one more prototype in between, which express would
   // swap out again; not Reflect.construct with express's prototype as new.target either: measured
-  // at twice the instructions of the plain call.
+  // at twice the instructions of the plain call. Should a later node make them classes (which can't
+  // be called on an object), the server is node's plain one: slower, never broken.
+  if (isClass(base.IncomingMessage) || isClass(base.ServerResponse)) return createServer(app);
+  const NodeRequest = base.IncomingMessage as unknown as (this: IncomingMessage, socket: Socket) => void;
+  const NodeResponse = base.ServerResponse as unknown as (this: ServerResponse, req: IncomingMessage, options?: unknown) => void;
   function Request(this: IncomingMessage, socket: Socket) {
-    IncomingMessage.call(this, socket);
+    NodeRequest.call(this, socket);
   }
   Request.prototype = app.request;
   function Response(this: ServerResponse, req: IncomingMessage, options?: unknown) {
-    (ServerResponse as unknown as (this: ServerResponse, req: IncomingMessage, options?: unknown) => void).call(this, req, options);
+    NodeResponse.call(this, req, options);
   }
   Response.prototype = app.response;
   return createServer(
@@ -174,3 +178,11 @@ export function createAppServer(app: Express): Server {
     app,
   );
 }
+
+/** The request and response constructors a server is built from (node's; a test may pass others). */
+export interface NodeHttpTypes {
+  IncomingMessage: typeof IncomingMessage;
+  ServerResponse: typeof ServerResponse;
+}
+
+const isClass = (f: unknown) => typeof f === 'function' && /^class\b/.test(Function.prototype.toString.call(f));

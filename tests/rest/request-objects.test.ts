@@ -53,6 +53,31 @@ describe('createAppServer', () => {
   });
 });
 
+describe('createAppServer on a node whose request types are classes', () => {
+  it("falls back to node's plain server, which express still serves", async () => {
+    // What a later node with class constructors would hand over: they can't be called on an object.
+    class Request extends IncomingMessage {}
+    class Response extends ServerResponse {}
+    const app = express();
+    app.get('/q', (req, res) => {
+      res.json({ q: req.query.a });
+    });
+    const server = createAppServer(app, { IncomingMessage: Request, ServerResponse: Response });
+    const seen = watchPrototypes(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const r = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/q?a=2`);
+      expect(await r.json()).toEqual({ q: '2' });
+      expect(seen).toHaveLength(1);
+      expect(seen[0].arrival).toEqual([IncomingMessage.prototype, ServerResponse.prototype]);
+      expect(seen[0].afterExpress).toEqual([app.request, app.response]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
 describe('the instance server', () => {
   it("hands express requests and responses that already have its prototypes, on REST and MCP's routes", async () => {
     const s = await startTestServer();
