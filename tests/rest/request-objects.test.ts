@@ -57,7 +57,7 @@ describe('createAppServer on a node whose request types are classes', () => {
   it("falls back to node's plain server, which express still serves", async () => {
     // What a later node with class constructors would hand over: they can't be called on an object.
     class Request extends IncomingMessage {}
-    class Response extends ServerResponse {}
+    class Response<R extends IncomingMessage = IncomingMessage> extends ServerResponse<R> {}
     const app = express();
     app.get('/q', (req, res) => {
       res.json({ q: req.query.a });
