@@ -159,6 +159,12 @@ export function describeRoleConflict(
   return undefined;
 }
 
+/**
+ * The advisory lock every change of a database's shared catalog rows by the launcher takes
+ * (provisioning, removal): one at a time per database.
+ */
+export const PROVISION_LOCK = 'vcon-launch:provision';
+
 export interface ProvisionInput {
   schema: string;
   role: string;
@@ -199,7 +205,7 @@ export async function provisionGroupRoles(admin: Sql, input: ProvisionInput): Pr
     // One provisioning at a time per database: every run changes the same catalog rows (the
     // database's and schema public's ACLs), and concurrent GRANT/REVOKE on them fail with
     // "tuple concurrently updated".
-    await lockForTransaction(tx, 'vcon-launch:provision', input.lockWaitMs);
+    await lockForTransaction(tx, PROVISION_LOCK, input.lockWaitMs);
     const database = await currentDatabase(tx as unknown as Sql);
     const names = { role, analyzeRole: input.analyze?.role };
     const markers = await roleMarkers(tx as unknown as Sql, [role, ...(names.analyzeRole ? [names.analyzeRole] : [])]);
@@ -366,7 +372,7 @@ export async function removeGroupObjects(
   return admin.begin(async (tx) => {
     // DROP OWNED rewrites the same shared ACL rows as provisioning: serialise on its lock, or a
     // concurrent provision (or drop) fails with 'tuple concurrently updated'.
-    await lockForTransaction(tx, 'vcon-launch:provision', opts.lockWaitMs);
+    await lockForTransaction(tx, PROVISION_LOCK, opts.lockWaitMs);
     const database = await currentDatabase(tx as unknown as Sql);
     let droppedSchema = false;
     if (opts.schema !== false) {

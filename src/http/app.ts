@@ -153,8 +153,8 @@ export function buildApp(deps: AppDeps): Express {
  * to those on arrival, and V8 does nothing when an object already has the prototype it is given.
  * Swapping the prototype of every request and response (what express does to node's plain ones)
  * changed their maps and dropped the inline caches of every function that touched them: measured
- * on `GET /vcons/:uuid`, 2.05–2.24 M instructions a request before, 1.26–1.29 M after (callgrind),
- * and 340–497 → 197–216 µs of CPU under the same load (docs/architecture.md).
+ * on `GET /vcons/:uuid`, 2.05–2.24 M instructions a request before, 1.26–1.32 M after (callgrind),
+ * and 511–665 → 229–299 µs of CPU in pairs under the same load (docs/architecture.md).
  */
 export function createAppServer(app: Express, base: NodeHttpTypes = { IncomingMessage, ServerResponse }): Server {
   // node's own constructors (plain functions in node 22 to 26) on objects whose prototype is

@@ -4,6 +4,7 @@ import postgres from 'postgres';
 import { createSql, type Sql } from '../../src/db/client.js';
 import { migrate } from '../../src/db/migrate.js';
 import { lockForTransaction } from '../../src/db/advisory-lock.js';
+import { PROVISION_LOCK } from '../../src/db/roles.js';
 
 /** The test database URL (TEST_DATABASE_URL or the embedded one started by global setup). */
 export const databaseUrl = (): string => inject('databaseUrl');
@@ -26,7 +27,7 @@ export async function asProvisioner(statements: string[]): Promise<void> {
   const admin = adminSql();
   try {
     await admin.begin(async (tx) => {
-      await lockForTransaction(tx, 'vcon-launch:provision');
+      await lockForTransaction(tx, PROVISION_LOCK);
       for (const s of statements) await tx.unsafe(s);
     });
   } finally {
